@@ -1,0 +1,1 @@
+"""Subcommands of the ``loopbreaker`` CLI; each module exposes ``register(subparsers)``."""

@@ -1,0 +1,493 @@
+"""Typed values shared by the core, the readers and the renderers (stdlib only)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from loopbreaker.timeutil import format_rfc3339
+
+#: The workflow's query window: issue time +/- 30 minutes.
+DEFAULT_WINDOW = timedelta(minutes=30)
+
+
+class SignalKind(StrEnum):
+    """What a single log entry tells about a restart loop."""
+
+    # Node-pool and node interruptions.
+    PREEMPTION = "preemption"
+    MAINTENANCE = "maintenance"
+    TERMINATION = "termination"
+    # Node faults.
+    HOST_ERROR = "host_error"
+    AUTOMATIC_RESTART = "automatic_restart"
+    GUEST_TERMINATE = "guest_terminate"
+    NODE_NOT_READY = "node_not_ready"
+    KERNEL_PANIC = "kernel_panic"
+    KERNEL_BUG = "kernel_bug"
+    HARDWARE_FAILURE = "hardware_failure"
+    NODE_PROBLEM_DETECTOR_EXIT = "node_problem_detector_exit"
+    # Workload faults.
+    NCCL_TIMEOUT = "nccl_timeout"
+    CONNECTION_RESET = "connection_reset"
+    WORKER_CRASH = "worker_crash"
+    DIST_BACKEND_ERROR = "dist_backend_error"
+    MEGASCALE_HANG = "megascale_hang"
+    # Scheduling and controllers.
+    UNSCHEDULABLE = "unschedulable"
+    JOB_RESTARTING = "job_restarting"
+    UNRECOGNIZED = "unrecognized"
+
+
+#: Kinds that say the node went away because the platform took it (not a fault).
+INTERRUPTION_KINDS = frozenset({SignalKind.PREEMPTION, SignalKind.MAINTENANCE})
+#: Kinds that count as a failure of the node's physical host.
+HOST_FAULT_KINDS = frozenset(
+    {
+        SignalKind.TERMINATION,
+        SignalKind.HOST_ERROR,
+        SignalKind.AUTOMATIC_RESTART,
+        SignalKind.NODE_NOT_READY,
+        SignalKind.KERNEL_PANIC,
+        SignalKind.KERNEL_BUG,
+        SignalKind.HARDWARE_FAILURE,
+        SignalKind.NODE_PROBLEM_DETECTOR_EXIT,
+    }
+)
+#: Kinds raised by the training application itself.
+WORKLOAD_FAULT_KINDS = frozenset(
+    {
+        SignalKind.NCCL_TIMEOUT,
+        SignalKind.CONNECTION_RESET,
+        SignalKind.WORKER_CRASH,
+        SignalKind.DIST_BACKEND_ERROR,
+        SignalKind.MEGASCALE_HANG,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One classified log entry."""
+
+    kind: SignalKind
+    timestamp: datetime | None
+    severity: str = "DEFAULT"
+    project: str | None = None
+    cluster: str | None = None
+    location: str | None = None
+    node_pool: str | None = None
+    node: str | None = None
+    namespace: str | None = None
+    pod: str | None = None
+    container: str | None = None
+    workload: str | None = None
+    physical_host: str | None = None
+    instance: str | None = None
+    instance_id: str | None = None
+    zone: str | None = None
+    reason: str | None = None
+    #: True when the entry comes from worker 0 of slice 0 (the coordinator),
+    #: False when it is known to be another worker, None when unknown.
+    coordinator: bool | None = None
+    excerpt: str = ""
+    insert_id: str | None = None
+    log_name: str | None = None
+    resource_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = format_rfc3339(value)
+            elif isinstance(value, SignalKind):
+                value = value.value
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Signal:
+        from loopbreaker.timeutil import parse_rfc3339
+
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["kind"] = SignalKind(values["kind"])
+        ts = values.get("timestamp")
+        values["timestamp"] = parse_rfc3339(ts) if isinstance(ts, str) else None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Context:
+    """The five variables of the workflow plus the window derived from the issue time."""
+
+    cluster: str
+    workload: str
+    issue_time: datetime
+    project: str | None = None
+    location: str | None = None
+    namespace: str | None = None
+    window: timedelta = DEFAULT_WINDOW
+
+    @property
+    def start_time(self) -> datetime:
+        return self.issue_time - self.window
+
+    @property
+    def end_time(self) -> datetime:
+        return self.issue_time + self.window
+
+    def in_window(self, moment: datetime | None) -> bool:
+        return moment is not None and self.start_time <= moment <= self.end_time
+
+    def placeholders(self) -> dict[str, str | None]:
+        """Values for the query templates; None keeps the ``{placeholder}``."""
+        return {
+            "project_id": self.project,
+            "location": self.location,
+            "cluster_name": self.cluster,
+            "namespace": self.namespace,
+            "workload_name": self.workload,
+            "issue_time": format_rfc3339(self.issue_time),
+            "start_time": format_rfc3339(self.start_time),
+            "end_time": format_rfc3339(self.end_time),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "location": self.location,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "workload": self.workload,
+            "issue_time": format_rfc3339(self.issue_time),
+            "start_time": format_rfc3339(self.start_time),
+            "end_time": format_rfc3339(self.end_time),
+        }
+
+
+# --- Evidence ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: datetime
+    value: float
+
+
+@dataclass(frozen=True)
+class Series:
+    """Raw samples of one time series, as a range-vector selector returns them."""
+
+    metric: str
+    labels: Mapping[str, str]
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    node_pool: str | None = None
+    physical_host: str | None = None
+    zone: str | None = None
+    instance: str | None = None
+    project: str | None = None
+    ready: bool | None = None
+    spot: bool = False
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    name: str
+    namespace: str | None = None
+    phase: str | None = None
+    node: str | None = None
+    workload: str | None = None
+    coordinator: bool | None = None
+    unschedulable: bool = False
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class HostFailureRecord:
+    """A failure of a host remembered from an earlier incident."""
+
+    host: str
+    node: str | None
+    at: datetime
+    incident_id: str | None = None
+
+
+class EvidenceKind(StrEnum):
+    RESTARTS = "restarts"
+    INTERRUPTIONS = "interruptions"
+    NODE_CONDITIONS = "node_conditions"
+    POD_PHASES = "pod_phases"
+    UNSCHEDULABLE = "unschedulable"
+    LOGS = "logs"
+    NODES = "nodes"
+    PODS = "pods"
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """Where a kind of evidence came from, or why it is missing."""
+
+    source: str
+    available: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the decision engine looks at. ``None`` means unavailable, not empty."""
+
+    restarts: tuple[Series, ...] | None = None
+    interruptions: tuple[Series, ...] | None = None
+    node_conditions: tuple[Series, ...] | None = None
+    pod_phases: tuple[Series, ...] | None = None
+    unschedulable: tuple[Series, ...] | None = None
+    signals: tuple[Signal, ...] | None = None
+    nodes: tuple[NodeInfo, ...] | None = None
+    pods: tuple[PodInfo, ...] | None = None
+    host_history: tuple[HostFailureRecord, ...] = ()
+    sources: Mapping[EvidenceKind, SourceStatus] = field(default_factory=dict)
+
+    def source_of(self, kind: EvidenceKind) -> str | None:
+        status = self.sources.get(kind)
+        return status.source if status and status.available else None
+
+
+# --- Diagnosis -----------------------------------------------------------------------
+
+
+class RootCause(StrEnum):
+    NO_RESTART_LOOP = "no_restart_loop"
+    SPOT_PREEMPTION = "spot_preemption"
+    MAINTENANCE = "maintenance"
+    FAULTY_HOST = "faulty_host"
+    HOST_ERROR = "host_error"
+    CAPACITY = "capacity"
+    APPLICATION = "application"
+    UNKNOWN = "unknown"
+
+
+class RemediationPath(StrEnum):
+    NONE = "none"
+    AVOID_PREEMPTION = "avoid_preemption"
+    PLAN_MAINTENANCE = "plan_maintenance"
+    ISOLATE_HOST = "isolate_host"
+    WATCH_HOST = "watch_host"
+    ADD_CAPACITY = "add_capacity"
+    INSPECT_APPLICATION = "inspect_application"
+
+
+class Risk(StrEnum):
+    NONE = "none"
+    LOW = "low"
+    HIGH = "high"
+
+
+class StepStatus(StrEnum):
+    DONE = "done"
+    SKIPPED = "skipped"
+    UNAVAILABLE = "unavailable"
+
+
+class QueryLanguage(StrEnum):
+    PROMQL = "promql"
+    LQL = "lql"
+    MQL = "mql"
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    step: int
+    language: QueryLanguage
+    text: str
+    description: str
+    deprecated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "step": self.step,
+            "language": self.language.value,
+            "text": self.text,
+            "description": self.description,
+            "deprecated": self.deprecated,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact that supports or rules out a cause."""
+
+    step: int
+    message: str
+    cause: RootCause | None = None
+    supports: bool = True
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "message": self.message,
+            "cause": self.cause.value if self.cause else None,
+            "supports": self.supports,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class StepReport:
+    number: int
+    title: str
+    status: StepStatus
+    findings: tuple[Finding, ...]
+    queries: tuple[Query, ...]
+    sources: tuple[str, ...] = ()
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "title": self.title,
+            "status": self.status.value,
+            "reason": self.reason,
+            "sources": list(self.sources),
+            "findings": [f.message for f in self.findings],
+            "queries": [q.to_dict() for q in self.queries],
+        }
+
+
+@dataclass(frozen=True)
+class FailureEpisode:
+    """One failure of one node: its NotReady run and the log lines around it, merged."""
+
+    node: str
+    host: str
+    start: datetime
+    kinds: tuple[str, ...]
+    excerpts: tuple[str, ...] = ()
+    source: str = "telemetry"
+
+
+@dataclass(frozen=True)
+class SuspectHost:
+    host: str
+    nodes: tuple[str, ...]
+    failures: int
+    instances: tuple[str, ...] = ()
+    zone: str | None = None
+    node_pool: str | None = None
+    host_known: bool = True
+    first_failure: datetime | None = None
+    last_failure: datetime | None = None
+    episodes: tuple[FailureEpisode, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host,
+            "nodes": list(self.nodes),
+            "failures": self.failures,
+            "instances": list(self.instances),
+            "zone": self.zone,
+            "node_pool": self.node_pool,
+            "host_known": self.host_known,
+            "first_failure": format_rfc3339(self.first_failure) if self.first_failure else None,
+            "last_failure": format_rfc3339(self.last_failure) if self.last_failure else None,
+            "episodes": [
+                {"node": e.node, "start": format_rfc3339(e.start), "kinds": list(e.kinds)}
+                for e in self.episodes
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Remediation:
+    path: RemediationPath
+    risk: Risk
+    requires_approval: bool
+    actions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path.value,
+            "risk": self.risk.value,
+            "requires_approval": self.requires_approval,
+            "actions": list(self.actions),
+        }
+
+
+@dataclass(frozen=True)
+class TicketDraft:
+    """A support case draft for a repeatedly failing physical host."""
+
+    title: str
+    summary: str
+    physical_host: str
+    host_known: bool
+    project: str | None
+    cluster: str
+    zone: str | None
+    node_pool: str | None
+    nodes: tuple[str, ...]
+    instances: tuple[str, ...]
+    failures: int
+    first_failure: datetime | None
+    last_failure: datetime | None
+    restart_increase: float | None
+    restart_total: float | None
+    excerpts: tuple[str, ...]
+    queries: tuple[Query, ...]
+    requested_action: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "summary": self.summary,
+            "physical_host": self.physical_host,
+            "host_known": self.host_known,
+            "project": self.project,
+            "cluster": self.cluster,
+            "zone": self.zone,
+            "node_pool": self.node_pool,
+            "nodes": list(self.nodes),
+            "instances": list(self.instances),
+            "failures": self.failures,
+            "first_failure": format_rfc3339(self.first_failure) if self.first_failure else None,
+            "last_failure": format_rfc3339(self.last_failure) if self.last_failure else None,
+            "restart_increase": self.restart_increase,
+            "restart_total": self.restart_total,
+            "excerpts": list(self.excerpts),
+            "queries": [{"language": q.language.value, "text": q.text} for q in self.queries],
+            "requested_action": self.requested_action,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The outcome of the four-step workflow."""
+
+    context: Context
+    restart_loop: bool | None
+    restart_increase: float | None
+    restart_total: float | None
+    root_cause: RootCause
+    remediation: Remediation
+    suspect_hosts: tuple[SuspectHost, ...]
+    steps: tuple[StepReport, ...]
+    evidence: tuple[Finding, ...]
+    ticket_draft: TicketDraft | None
+    missing_evidence: tuple[str, ...]
+    summary: str
+    queries_run: int = 0
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.missing_evidence)
