@@ -63,7 +63,9 @@ _TEXT_RULES: tuple[tuple[SignalKind, re.Pattern[str], bool], ...] = (
     (SignalKind.DIST_BACKEND_ERROR, re.compile(r"\bDistBackendError\b"), True),
     (
         SignalKind.WORKER_CRASH,
-        re.compile(r"\bChildFailedError\b|Child process \d+ died with exit code|\bdied with exit code\b"),
+        re.compile(
+            r"\bChildFailedError\b|Child process \d+ died with exit code|\bdied with exit code\b"
+        ),
         True,
     ),
     (SignalKind.CONNECTION_RESET, re.compile(r"connection reset by peer", re.I), True),
@@ -141,7 +143,8 @@ def classify(entry: object) -> Signal:
         "project": rlabels.get("project_id") or _project_from_log_name(log_name),
         "cluster": rlabels.get("cluster_name"),
         "location": rlabels.get("location") or rlabels.get("zone"),
-        "node_pool": rlabels.get("node_pool_name") or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
+        "node_pool": rlabels.get("node_pool_name")
+        or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
         "node": rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
         "namespace": rlabels.get("namespace_name"),
         "pod": rlabels.get("pod_name"),
@@ -159,13 +162,10 @@ def classify(entry: object) -> Signal:
     )
     if reason:
         fields["reason"] = reason
-    if kind is SignalKind.UNRECOGNIZED or not text:
-        excerpt = (text or "")[:MAX_EXCERPT]
-    else:
-        excerpt = text
     _fill_from_text(text, fields)
     _fill_coordinator(fields)
-    return Signal(kind=kind, excerpt=_excerpt(excerpt), **fields)
+    # Cut before folding white space so a huge payload costs no more than a short one.
+    return Signal(kind=kind, excerpt=_excerpt(text[: MAX_EXCERPT * 4]), **fields)
 
 
 def _classify_payload(
@@ -372,6 +372,10 @@ def _opt_str(mapping: Mapping[str, Any], key: str, where: str) -> str | None:
 def _type_name(value: object) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+    }.get(type(value), type(value).__name__)

@@ -255,6 +255,8 @@ class Evidence:
     pods: tuple[PodInfo, ...] | None = None
     host_history: tuple[HostFailureRecord, ...] = ()
     sources: Mapping[EvidenceKind, SourceStatus] = field(default_factory=dict)
+    #: Log entries that could not be read, as (where, reason).
+    rejected_entries: tuple[tuple[str, str], ...] = ()
 
     def source_of(self, kind: EvidenceKind) -> str | None:
         status = self.sources.get(kind)

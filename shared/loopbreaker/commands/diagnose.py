@@ -1,0 +1,174 @@
+"""``loopbreaker diagnose`` and ``loopbreaker queries``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from loopbreaker import engine, render
+from loopbreaker.errors import InvalidContext
+from loopbreaker.model import Context, Evidence, EvidenceKind, SourceStatus
+from loopbreaker.queries import TEMPLATES, fill
+from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
+
+REQUIRED = ("cluster", "workload", "issue_time")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    diag = sub.add_parser(
+        "diagnose",
+        help="run the four-step restart-loop diagnosis",
+        description="Diagnose why a JobSet (or TFJob/PyTorchJob) keeps restarting.",
+    )
+    add_context_flags(diag)
+    diag.add_argument(
+        "--telemetry",
+        metavar="DIR",
+        type=Path,
+        help="directory of offline telemetry (logs.json, *.jsonl, metrics.om, nodes.json, "
+        "pods.json)",
+    )
+    diag.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="output format (default: text)",
+    )
+    add_live_flags(diag)
+    diag.set_defaults(handler=run_diagnose)
+
+    queries = sub.add_parser(
+        "queries",
+        help="print every filled query of the workflow",
+        description="Print every PromQL, LQL (and deprecated MQL) query, filled from the context;"
+        " unknown values keep their {placeholder}.",
+    )
+    add_context_flags(queries)
+    queries.add_argument("--format", choices=("text", "json"), default="text")
+    queries.add_argument(
+        "--include-deprecated", action="store_true", help="also print the deprecated MQL forms"
+    )
+    queries.set_defaults(handler=run_queries)
+
+
+def add_context_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("context")
+    group.add_argument("--project", help="Google Cloud project id")
+    group.add_argument("--location", help="cluster location (region or zone)")
+    group.add_argument("--cluster", help="GKE cluster name (required)")
+    group.add_argument("--namespace", help="Kubernetes namespace of the workload")
+    group.add_argument("--workload", help="JobSet (or TFJob/PyTorchJob) name (required)")
+    group.add_argument(
+        "--issue-time",
+        dest="issue_time",
+        metavar="T",
+        help="RFC 3339 time of the issue, e.g. 2026-05-20T08:15:00Z (required; no relative times)",
+    )
+
+
+def add_live_flags(parser: argparse.ArgumentParser) -> None:
+    """Live sources; issue 3 wires them through loopbreaker.sources when available."""
+    try:
+        from loopbreaker import sources
+    except ImportError:
+        return
+    add_flags = getattr(sources, "add_flags", None)
+    if add_flags is not None:
+        add_flags(parser)
+
+
+def context_from_args(args: argparse.Namespace) -> Context:
+    missing = [f"--{name.replace('_', '-')}" for name in REQUIRED if not getattr(args, name)]
+    if missing:
+        raise InvalidContext(f"missing required flag(s): {', '.join(missing)}")
+    issue_time = parse_rfc3339(args.issue_time, what="--issue-time")
+    return Context(
+        cluster=args.cluster,
+        workload=args.workload,
+        issue_time=issue_time,
+        project=args.project or None,
+        location=args.location or None,
+        namespace=args.namespace or None,
+    )
+
+
+def collect_evidence(args: argparse.Namespace, context: Context) -> Evidence:
+    try:
+        from loopbreaker import sources
+    except ImportError:
+        sources = None  # type: ignore[assignment]
+    gather = getattr(sources, "gather_from_args", None)
+    if gather is not None:
+        evidence: Evidence = gather(args, context)
+        return evidence
+    if args.telemetry is not None:
+        from loopbreaker.telemetry import load_directory
+
+        return load_directory(args.telemetry)
+    return Evidence(
+        sources={
+            kind: SourceStatus("none", False, "no --telemetry directory and no live source")
+            for kind in EvidenceKind
+        }
+    )
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    context = context_from_args(args)
+    evidence = collect_evidence(args, context)
+    diagnosis = engine.diagnose(context, evidence)
+    if args.format == "json":
+        json.dump(render.diagnosis_to_dict(diagnosis), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.format == "markdown":
+        sys.stdout.write(render.to_markdown(diagnosis))
+    else:
+        sys.stdout.write(render.to_text(diagnosis))
+    return 0
+
+
+def run_queries(args: argparse.Namespace) -> int:
+    values: dict[str, str | None] = {
+        "project_id": args.project,
+        "location": args.location,
+        "cluster_name": args.cluster,
+        "namespace": args.namespace,
+        "workload_name": args.workload,
+        "issue_time": None,
+        "start_time": None,
+        "end_time": None,
+    }
+    if args.issue_time:
+        ctx = Context(
+            cluster=args.cluster or "",
+            workload=args.workload or "",
+            issue_time=parse_rfc3339(args.issue_time, what="--issue-time"),
+        )
+        values.update(
+            issue_time=format_rfc3339(ctx.issue_time),
+            start_time=format_rfc3339(ctx.start_time),
+            end_time=format_rfc3339(ctx.end_time),
+        )
+    chosen = [t for t in TEMPLATES if args.include_deprecated or not t.deprecated]
+    if args.format == "json":
+        out = [
+            {
+                "id": t.id,
+                "step": t.step,
+                "language": t.language.value,
+                "deprecated": t.deprecated,
+                "description": t.description,
+                "text": fill(t.text, values),
+            }
+            for t in chosen
+        ]
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for t in chosen:
+        flag = " (deprecated MQL)" if t.deprecated else ""
+        sys.stdout.write(f"# step {t.step} · {t.id} · {t.language.value}{flag}: {t.description}\n")
+        sys.stdout.write(fill(t.text, values) + "\n\n")
+    return 0
