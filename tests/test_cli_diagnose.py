@@ -1,0 +1,199 @@
+"""`loopbreaker diagnose` and `loopbreaker queries` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopbreaker.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = sorted((ROOT / "examples" / "telemetry").glob("*/scenario.json"))
+CLI = Path(sys.executable).with_name("loopbreaker")
+
+
+def context_args(spec: dict[str, Any]) -> list[str]:
+    args: list[str] = []
+    for key, value in spec["context"].items():
+        if value:
+            args += [f"--{key.replace('_', '-')}", value]
+    return args
+
+
+def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
+    assert main(argv) == 0
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def test_bundled_scenarios_cover_every_root_cause() -> None:
+    causes = {json.loads(p.read_text())["expect"]["root_cause"] for p in SCENARIOS}
+    assert causes >= {
+        "spot_preemption", "faulty_host", "host_error", "maintenance", "capacity",
+        "application", "no_restart_loop",
+    }
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.parent.name for p in SCENARIOS])
+def test_scenario_verdict(scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = json.loads(scenario.read_text())
+    out = run_json(
+        capsys,
+        ["diagnose", *context_args(spec), "--telemetry", str(scenario.parent), "--format", "json"],
+    )
+    expect = spec["expect"]
+    assert out["restart_loop"] == expect["restart_loop"]
+    assert out["root_cause"] == expect["root_cause"]
+    assert out["remediation"]["path"] == expect["remediation_path"]
+    got_hosts = [
+        {"host": h["host"], "nodes": sorted(h["nodes"]), "failures": h["failures"]}
+        for h in out["suspect_hosts"]
+    ]
+    want_hosts = [
+        {"host": h["host"], "nodes": sorted(h["nodes"]), "failures": h["failures"]}
+        for h in expect["suspect_hosts"]
+    ]
+    assert got_hosts == want_hosts
+    assert (out["ticket_draft"] is not None) == (expect["remediation_path"] == "isolate_host")
+    statuses = [s["status"] for s in out["steps"]]
+    if expect["restart_loop"]:
+        assert statuses == ["done"] * 4
+    else:
+        assert statuses == ["done", "skipped", "skipped", "skipped"]
+
+
+def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = next(p for p in SCENARIOS if "faulty" in p.parent.name)
+    spec = json.loads(scenario.read_text())
+    out = run_json(
+        capsys,
+        ["diagnose", *context_args(spec), "--telemetry", str(scenario.parent), "--format", "json"],
+    )
+    assert set(out) >= {
+        "context", "restart_loop", "root_cause", "remediation", "suspect_hosts", "steps",
+        "evidence", "ticket_draft",
+    }
+    assert set(out["context"]) >= {"start_time", "end_time"}
+    assert set(out["remediation"]) >= {"path", "risk", "requires_approval", "actions"}
+    assert out["remediation"]["requires_approval"] is True
+    for step in out["steps"]:
+        assert set(step) >= {"number", "title", "status", "findings", "queries"}
+        for query in step["queries"]:
+            assert query["language"] in ("promql", "lql", "mql")
+            assert query["text"]
+    ticket = out["ticket_draft"]
+    assert ticket["physical_host"] == out["suspect_hosts"][0]["host"]
+    assert ticket["excerpts"] and all(len(e) <= 300 for e in ticket["excerpts"])
+
+
+def test_window_is_issue_time_plus_minus_thirty_minutes(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(
+        capsys,
+        ["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
+         "2026-05-20T08:00:00+02:00", "--format", "json"],
+    )
+    assert out["context"]["start_time"] == "2026-05-20T05:30:00Z"
+    assert out["context"]["end_time"] == "2026-05-20T06:30:00Z"
+
+
+def test_missing_flags_are_all_named_and_nothing_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--project", "p", "--format", "json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--cluster" in captured.err
+    assert "--workload" in captured.err
+    assert "--issue-time" in captured.err
+    assert captured.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("when", ["10 minutes ago", "now", "yesterday", "2026-05-20 08:00"])
+def test_relative_or_vague_time_is_refused(when: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time", when]) == 2
+    err = capsys.readouterr().err
+    assert "--issue-time" in err
+    assert "RFC 3339" in err
+
+
+def test_missing_files_make_steps_unavailable_but_diagnosis_continues(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = next(p for p in SCENARIOS if "preemption" in p.parent.name)
+    spec = json.loads(scenario.read_text())
+    shutil.copy(scenario.parent / "logs.json", tmp_path / "logs.json")
+    out = run_json(
+        capsys, ["diagnose", *context_args(spec), "--telemetry", str(tmp_path), "--format", "json"]
+    )
+    step1 = out["steps"][0]
+    assert step1["status"] == "unavailable"
+    assert any("kube_jobset_restarts" in q["text"] for q in step1["queries"])
+    assert out["root_cause"] == "spot_preemption"  # from the log signals alone
+    assert out["partial"] is True
+
+
+def test_unreadable_telemetry_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "metrics.om").write_text("kube_jobset_restarts{jobset_name=\"w\"} 1\n")
+    code = main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
+                 "2026-05-20T08:00:00Z", "--telemetry", str(tmp_path)])
+    assert code == 2
+    assert "metrics.om line 1" in capsys.readouterr().err
+
+
+def test_bad_log_entries_are_skipped_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "extra.jsonl").write_text('{"nope": 1}\nnot json\n')
+    out = run_json(capsys, ["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
+                            "2026-05-20T08:00:00Z", "--telemetry", str(tmp_path), "--format", "json"])
+    assert any("2 log entr" in f["message"] for f in out["evidence"])
+
+
+def test_telemetry_dir_must_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
+                 "2026-05-20T08:00:00Z", "--telemetry", "/nonexistent/dir"])
+    assert code == 2
+    assert "/nonexistent/dir" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_human_formats_lead_with_the_verdict(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = next(p for p in SCENARIOS if "faulty" in p.parent.name)
+    spec = json.loads(scenario.read_text())
+    assert main(["diagnose", *context_args(spec), "--telemetry", str(scenario.parent),
+                 "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert "faulty_host" in first
+    assert "Step 4" in out
+    if fmt == "markdown":
+        assert "Physical host ID" in out
+
+
+def test_queries_command_fills_known_values_and_keeps_placeholders(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["queries", "--cluster", "prod", "--issue-time", "2026-05-20T08:00:00Z",
+                 "--format", "json"]) == 0
+    queries = json.loads(capsys.readouterr().out)
+    texts = "\n".join(q["text"] for q in queries)
+    assert 'cluster="prod"' in texts
+    assert "{workload_name}" in texts
+    assert '"2026-05-20T07:30:00Z"' in texts
+    assert all(not q["deprecated"] for q in queries)
+    assert {q["language"] for q in queries} == {"promql", "lql"}
+
+
+def test_queries_can_include_deprecated_mql(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["queries", "--include-deprecated"]) == 0
+    out = capsys.readouterr().out
+    assert "deprecated MQL" in out
+    assert "fetch k8s_node" in out
+
+
+def test_console_script_is_installed() -> None:
+    result = subprocess.run([str(CLI), "diagnose"], capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "--cluster, --workload, --issue-time" in result.stderr
