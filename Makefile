@@ -6,7 +6,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := prometheus prometheus-alertmanager
 
 .PHONY: help venv tools demo test lint typecheck unit bench clean
 
@@ -26,14 +25,7 @@ venv: $(STAMP)
 # Real services for the integration tests: Prometheus, promtool and Alertmanager from
 # Debian, the Pub/Sub and Firestore emulators of the Google Cloud CLI (Java).
 tools:
-	@missing=""; for p in $(APT_PACKAGES); do \
-	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
-	@command -v gcloud >/dev/null || { echo "gcloud (Google Cloud CLI) is required for the emulators"; exit 1; }
-	@command -v java >/dev/null || { echo "java is required for the Pub/Sub and Firestore emulators"; exit 1; }
+	bash tests/harness/ensure_tools.sh
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
