@@ -284,12 +284,16 @@ def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
     kubeflow = labels.get("k8s-pod/training_kubeflow_org/job-name")
     fields["workload"] = jobset or kubeflow
     coordinator: bool | None = None
-    if labels.get("k8s-pod/jobset_sigs_k8s_io/coordinator") is not None:
-        coordinator = labels["k8s-pod/jobset_sigs_k8s_io/coordinator"] == fields.get("pod")
     job_index = labels.get("k8s-pod/jobset_sigs_k8s_io/job-index")
     pod_index = labels.get("k8s-pod/batch_kubernetes_io/job-completion-index")
-    if coordinator is None and job_index is not None and pod_index is not None:
+    if job_index is not None and pod_index is not None:
         coordinator = job_index == "0" and pod_index == "0"
+    endpoint = labels.get("k8s-pod/jobset_sigs_k8s_io/coordinator")
+    pod = fields.get("pod")
+    if coordinator is None and endpoint and isinstance(pod, str):
+        # The label holds the coordinator's endpoint "<jobset>-<rjob>-<job>-<pod>.<subdomain>";
+        # pod names add a random suffix to that first part.
+        coordinator = pod.rsplit("-", 1)[0] == endpoint.split(".", 1)[0]
     replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
     replica_index = labels.get("k8s-pod/training_kubeflow_org/replica-index")
     if coordinator is None and replica_type is not None:

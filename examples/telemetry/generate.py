@@ -1,0 +1,2075 @@
+#!/usr/bin/env python3
+"""Generate the offline telemetry scenarios and the golden signal fixtures.
+
+Standard library only and fully deterministic: every "random" value (suffixes, ids,
+sub-second offsets, loss values) is derived from a SHA-256 of fixed keys, so running the
+script twice writes byte-identical files.
+
+Writes, for each scenario, ``examples/telemetry/<scenario>/``::
+
+    scenario.json  description, context and the expected diagnosis
+    logs.json      Cloud Logging v2 LogEntry objects as ``gcloud logging read --format=json``
+                   prints them (camelCase keys, sorted keys, newest entry first)
+    metrics.om     OpenMetrics text, one sample a minute from T-90m to T+35m
+    nodes.json     ``kubectl get nodes -o json`` (snapshot at T+35m)
+    pods.json      ``kubectl get pods -A -o json`` for the workload's pods (snapshot at T+35m)
+
+and one golden fixture per case under ``tests/data/signals/<name>.json``.
+
+Usage: ``python examples/telemetry/generate.py [--scenarios-only | --signals-only]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+SIGNALS_DIR = REPO / "tests" / "data" / "signals"
+
+#: Log id used for GKE interruption notices (PreemptionEvent / MaintenanceEvent on
+#: gke_nodepool, TerminationEvent on k8s_node). The real id is unverified; classify by
+#: resource.type and payload text, never by this name.
+INTERRUPTION_LOG = "container.googleapis.com/node-pool-events"
+SYSTEM_EVENT_LOG = "cloudaudit.googleapis.com/system_event"
+EVENTS_LOG = "events"
+
+#: Metric sample range relative to the issue time, in minutes (inclusive).
+FIRST_MINUTE, LAST_MINUTE = -90, 35
+NS = 1_000_000_000
+
+K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery rand.String
+LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+GKE_VERSION = "v1.32.4-gke.1767000"
+
+
+# --- deterministic "randomness" -------------------------------------------------------
+
+
+def _digest(*parts: object) -> bytes:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+
+
+def rand_int(lo: int, hi: int, *parts: object) -> int:
+    """An integer in [lo, hi) derived from ``parts``."""
+    return lo + int.from_bytes(_digest(*parts)[:8], "big") % (hi - lo)
+
+
+def rand_str(alphabet: str, n: int, *parts: object) -> str:
+    out: list[str] = []
+    block = _digest(*parts)
+    while len(out) < n:
+        for byte in block:
+            out.append(alphabet[byte % len(alphabet)])
+            if len(out) == n:
+                break
+        block = _digest(block.hex())
+    return "".join(out)
+
+
+def rand_hex(n: int, *parts: object) -> str:
+    text = ""
+    block = _digest(*parts)
+    while len(text) < n:
+        text += block.hex()
+        block = _digest(block.hex())
+    return text[:n]
+
+
+def rand_uuid(*parts: object) -> str:
+    h = rand_hex(32, "uuid", *parts)
+    variant = "89ab"[int(h[16], 16) % 4]
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+
+
+def rand_float(lo: float, hi: float, *parts: object) -> float:
+    return lo + (hi - lo) * (rand_int(0, 1_000_000, *parts) / 1_000_000)
+
+
+# --- time formatting ------------------------------------------------------------------
+
+
+def parse_time(text: str) -> int:
+    """RFC 3339 (whole seconds, Z) to integer nanoseconds since the epoch."""
+    moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return int(moment.timestamp()) * NS
+
+
+def fmt_ts(ns: int, digits: int = 9) -> str:
+    """RFC 3339 UTC with ``digits`` fractional digits (0 = whole seconds)."""
+    sec, frac = divmod(ns, NS)
+    base = datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if digits == 0:
+        return base + "Z"
+    return f"{base}.{frac:09d}"[: len(base) + 1 + digits] + "Z"
+
+
+def dt(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns // NS, UTC)
+
+
+def syslog_stamp(ns: int) -> str:
+    d = dt(ns)
+    return f"{d:%b} {d.day:>2} {d:%H:%M:%S}"
+
+
+def glog_prefix(level: str, ns: int, tid: int, where: str) -> str:
+    d = dt(ns)
+    usec = (ns % NS) // 1000
+    return f"{level}{d:%m%d} {d:%H:%M:%S}.{usec:06d} {tid:>7d} {where}]"
+
+
+def c10_prefix(rank: int, level: str, ns: int, where: str) -> str:
+    d = dt(ns)
+    return f"[rank{rank}]:[{level}{d:%m%d} {d:%H:%M:%S}.{ns % NS:09d} {where}]"
+
+
+def py_stamp(ns: int) -> str:
+    d = dt(ns)
+    return f"{d:%Y-%m-%d %H:%M:%S},{(ns % NS) // 1_000_000:03d}"
+
+
+def insert_id(log_id: str, *parts: object) -> str:
+    if log_id.startswith("cloudaudit"):
+        return rand_str(LOWER_ALNUM, 12, "iid", *parts)
+    if log_id == EVENTS_LOG:
+        return rand_str(LOWER_ALNUM, 14, "iid", *parts)
+    return rand_str(LOWER_ALNUM, 16, "iid", *parts)
+
+
+# --- cluster model --------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    name: str
+    pool: str
+    zone: str
+    machine: str
+    project: str
+    instance_id: str
+    ip: str
+    pod_cidr: str
+    created_ns: int
+    boot_ns: int
+    spot: bool = False
+    host: str | None = None
+    block: str | None = None
+    subblock: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    #: minute -> "False" | "Unknown" for minutes where Ready is not True
+    not_ready: dict[int, str] = field(default_factory=dict)
+    ready_since_ns: int = 0
+
+
+@dataclass
+class JobSetSpec:
+    name: str
+    rjob: str
+    replicas: int
+    parallelism: int
+    container: str
+    image: str
+    resources: dict[str, str]
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]]
+    coordinator_label: bool = False
+    priority_class: str | None = None
+
+    @property
+    def size(self) -> int:
+        return self.replicas * self.parallelism
+
+    def job_name(self, j: int) -> str:
+        return f"{self.name}-{self.rjob}-{j}"
+
+
+@dataclass
+class Pod:
+    spec: JobSetSpec
+    namespace: str
+    j: int
+    p: int
+    attempt: int
+    name: str
+    node: Node | None
+    start_m: int
+    created_ns: int
+    phases: list[tuple[int, str]]
+    end_m: int | None = None
+    unsched: list[tuple[int, int]] = field(default_factory=list)
+    sched_message: str | None = None
+    ip: str = ""
+
+    @property
+    def coordinator(self) -> bool:
+        return self.j == 0 and self.p == 0
+
+    def phase_at(self, m: int) -> str | None:
+        if m < self.start_m or (self.end_m is not None and m >= self.end_m):
+            return None
+        current = None
+        for start, phase in self.phases:
+            if start <= m:
+                current = phase
+        return current
+
+    def unsched_at(self, m: int) -> bool:
+        return any(a <= m < b for a, b in self.unsched)
+
+    @property
+    def job_uid(self) -> str:
+        return rand_uuid("job", self.spec.name, self.j, self.attempt)
+
+    @property
+    def uid(self) -> str:
+        return rand_uuid("pod", self.name)
+
+    def labels(self, jobset_uid: str) -> dict[str, str]:
+        s = self.spec
+        out = {
+            "batch.kubernetes.io/controller-uid": self.job_uid,
+            "batch.kubernetes.io/job-completion-index": str(self.p),
+            "batch.kubernetes.io/job-name": s.job_name(self.j),
+            "controller-uid": self.job_uid,
+            "job-name": s.job_name(self.j),
+            "jobset.sigs.k8s.io/global-replicas": str(s.replicas),
+            "jobset.sigs.k8s.io/job-global-index": str(self.j),
+            "jobset.sigs.k8s.io/job-index": str(self.j),
+            "jobset.sigs.k8s.io/job-key": hashlib.sha1(
+                f"{self.namespace}/{s.job_name(self.j)}".encode()
+            ).hexdigest(),
+            "jobset.sigs.k8s.io/jobset-name": s.name,
+            "jobset.sigs.k8s.io/jobset-uid": jobset_uid,
+            "jobset.sigs.k8s.io/replicatedjob-name": s.rjob,
+            "jobset.sigs.k8s.io/replicatedjob-replicas": str(s.replicas),
+            "jobset.sigs.k8s.io/restart-attempt": str(self.attempt),
+        }
+        if s.coordinator_label:
+            out["jobset.sigs.k8s.io/coordinator"] = f"{s.name}-{s.rjob}-0-0.{s.name}"
+        return out
+
+
+@dataclass
+class Context:
+    project: str
+    location: str
+    zone: str
+    cluster: str
+    namespace: str
+    workload: str
+    issue_time: str
+
+    @property
+    def t_ns(self) -> int:
+        return parse_time(self.issue_time)
+
+    def at(self, minutes: float, *key: object) -> int:
+        """Issue time + ``minutes``; the sub-second part is derived from ``key``."""
+        whole = self.t_ns + math.floor(minutes * 60) * NS
+        return whole + rand_int(0, NS, "ns", self.cluster, minutes, *key)
+
+    def sample_s(self, m: int) -> int:
+        return self.t_ns // NS + m * 60
+
+
+# --- log entries ----------------------------------------------------------------------
+
+
+def make_entry(
+    project: str,
+    *,
+    log_id: str,
+    resource_type: str,
+    resource_labels: dict[str, str],
+    at_ns: int,
+    severity: str,
+    text: str | None = None,
+    json_payload: dict[str, Any] | None = None,
+    proto_payload: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    operation: dict[str, Any] | None = None,
+    digits: int = 9,
+) -> dict[str, Any]:
+    key = (project, log_id, resource_type, sorted(resource_labels.items()), at_ns, text)
+    delay = rand_int(60_000_000, 2_400_000_000, "recv", *key)
+    entry: dict[str, Any] = {
+        "insertId": insert_id(log_id, *key),
+        "logName": f"projects/{project}/logs/{quote(log_id, safe='')}",
+        "receiveTimestamp": fmt_ts(at_ns + delay, 9),
+        "resource": {"type": resource_type, "labels": dict(resource_labels)},
+        "severity": severity,
+        "timestamp": fmt_ts(at_ns, digits),
+    }
+    if labels:
+        entry["labels"] = dict(labels)
+    if operation:
+        entry["operation"] = operation
+    if text is not None:
+        entry["textPayload"] = text
+    if json_payload is not None:
+        entry["jsonPayload"] = json_payload
+    if proto_payload is not None:
+        entry["protoPayload"] = proto_payload
+    return entry
+
+
+def pod_log_labels(pod: Pod, jobset_uid: str) -> dict[str, str]:
+    out = {"compute.googleapis.com/resource_name": pod.node.name if pod.node else ""}
+    for k, v in pod.labels(jobset_uid).items():
+        out["k8s-pod/" + k.replace(".", "_")] = v
+    out["logging.gke.io/top_level_controller_name"] = pod.spec.name
+    out["logging.gke.io/top_level_controller_type"] = "JobSet"
+    return out
+
+
+def k8s_event_payload(
+    *,
+    involved: dict[str, Any],
+    reason: str,
+    message: str,
+    component: str,
+    etype: str,
+    first_ns: int,
+    last_ns: int,
+    count: int,
+    host: str | None = None,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    name = f"{involved['name']}.{rand_hex(16, 'event', involved['name'], reason, first_ns)}"
+    source: dict[str, str] = {"component": component}
+    if host:
+        source["host"] = host
+    return {
+        "apiVersion": "v1",
+        "count": count,
+        "eventTime": None,
+        "firstTimestamp": fmt_ts(first_ns, 0),
+        "involvedObject": involved,
+        "kind": "Event",
+        "lastTimestamp": fmt_ts(last_ns, 0),
+        "message": message,
+        "metadata": {
+            "creationTimestamp": fmt_ts(first_ns, 0),
+            "name": name,
+            "namespace": namespace,
+            "resourceVersion": str(rand_int(10_000_000, 99_999_999, "rv", name, last_ns)),
+            "uid": rand_uuid("event", name),
+        },
+        "reason": reason,
+        "reportingComponent": component,
+        "reportingInstance": host or "",
+        "source": source,
+        "type": etype,
+    }
+
+
+AUDIT_STATUS = {
+    "compute.instances.preempted": "Instance was preempted.",
+    "compute.instances.hostError": "Instance terminated by Compute Engine.",
+    "compute.instances.automaticRestart": "Instance automatically restarted by Compute Engine.",
+    "compute.instances.terminateOnHostMaintenance": (
+        "Instance terminated during Compute Engine maintenance."
+    ),
+    "compute.instances.migrateOnHostMaintenance": (
+        "Instance migrated during Compute Engine maintenance."
+    ),
+    "compute.instances.guestTerminate": "Instance stopped by guest OS shutdown.",
+}
+
+
+def audit_entry(project: str, zone: str, instance: str, instance_id: str, method: str,
+                at_ns: int) -> dict[str, Any]:
+    ms = at_ns // 1_000_000
+    op_id = (
+        f"systemevent-{ms + rand_int(200, 900, 'op', instance, method, at_ns)}-"
+        f"{rand_hex(13, 'op1', instance, at_ns)}-{rand_hex(8, 'op2', instance, at_ns)}-"
+        f"{rand_hex(8, 'op3', instance, at_ns)}"
+    )
+    return make_entry(
+        project,
+        log_id=SYSTEM_EVENT_LOG,
+        resource_type="gce_instance",
+        resource_labels={"instance_id": instance_id, "project_id": project, "zone": zone},
+        at_ns=at_ns,
+        severity="INFO",
+        proto_payload={
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "authenticationInfo": {"principalEmail": "system@google.com"},
+            "methodName": method,
+            "request": {"@type": f"type.googleapis.com/{method}"},
+            "resourceName": f"projects/{project}/zones/{zone}/instances/{instance}",
+            "serviceName": "compute.googleapis.com",
+            "status": {"message": AUDIT_STATUS[method]},
+        },
+        operation={"first": True, "id": op_id, "last": True, "producer": method},
+        digits=6,
+    )
+
+
+# --- scenario -------------------------------------------------------------------------
+
+
+class Scenario:
+    def __init__(self, slug: str, description: str, ctx: Context, expect: dict[str, Any]):
+        self.slug = slug
+        self.description = description
+        self.ctx = ctx
+        self.expect = expect
+        self.nodes: list[Node] = []
+        self.pods: list[Pod] = []
+        self.entries: list[dict[str, Any]] = []
+        self.jobsets: dict[str, JobSetSpec] = {}
+        #: jobset name -> (value before the first sample, [minutes of +1 steps])
+        self.restarts: dict[str, tuple[int, list[int]]] = {}
+        #: (pool, type, reason) -> (initial value or None, [minutes of +1 steps])
+        self.interruptions: dict[tuple[str, str, str], tuple[int | None, list[int]]] = {}
+        self._ip = 2
+
+    # nodes -------------------------------------------------------------------------
+
+    def add_pool(
+        self,
+        pool: str,
+        machine: str,
+        count: int,
+        *,
+        pool_hash: str | None = None,
+        suffixes: list[str] | None = None,
+        spot: bool = False,
+        hosts: bool = False,
+        host_ids: dict[int, str] | None = None,
+        labels: dict[str, str] | None = None,
+        capacity: dict[str, str] | None = None,
+        taints: list[dict[str, str]] | None = None,
+        created_days: int = 6,
+    ) -> list[Node]:
+        ctx = self.ctx
+        pool_hash = pool_hash or rand_hex(8, "pool", ctx.cluster, pool)
+        block = f"{rand_hex(16, 'block', ctx.cluster)}" if hosts else None
+        out = []
+        for i in range(count):
+            suffix = (suffixes or [])[i] if suffixes else rand_str(LOWER_ALNUM, 4, pool, i)
+            name = f"gke-{ctx.cluster}-{pool}-{pool_hash}-{suffix}"
+            assert len(name) <= 63, name
+            created = ctx.t_ns - created_days * 86400 * NS - rand_int(0, 3600, name) * NS
+            node = Node(
+                name=name,
+                pool=pool,
+                zone=ctx.zone,
+                machine=machine,
+                project=ctx.project,
+                instance_id=str(rand_int(10**18, 9 * 10**18, "iid", name)),
+                ip=f"10.{rand_int(0, 200, 'net', ctx.cluster)}.0.{self._ip}",
+                pod_cidr=f"10.{rand_int(64, 120, 'pods', ctx.cluster)}.{self._ip}.0/24",
+                created_ns=created,
+                boot_ns=created + 95 * NS,
+                spot=spot,
+                labels=dict(labels or {}),
+                capacity=dict(capacity or {}),
+                taints=list(taints or []),
+                ready_since_ns=created + 110 * NS,
+            )
+            self._ip += 1
+            if hosts:
+                node.block = block
+                node.subblock = rand_hex(16, "subblock", ctx.cluster, pool, i // 8)
+                node.host = (host_ids or {}).get(i) or rand_hex(32, "host", name)
+            self.nodes.append(node)
+            out.append(node)
+        return out
+
+    def outage(self, node: Node, start_m: int, unknown: int, false: int = 1) -> None:
+        """Ready=Unknown for ``unknown`` samples from ``start_m``, then False for ``false``."""
+        for m in range(start_m, start_m + unknown):
+            node.not_ready[m] = "Unknown"
+        for m in range(start_m + unknown, start_m + unknown + false):
+            node.not_ready[m] = "False"
+        recovered = start_m + unknown + false
+        node.boot_ns = self.ctx.at(recovered - 1.6, "boot", node.name)
+        node.ready_since_ns = self.ctx.at(recovered - 0.4, "ready", node.name)
+        self.event_node(node, recovered - 0.35, "NodeReady",
+                        f"Node {node.name} status is now: NodeReady", component="kubelet")
+
+    # jobsets -----------------------------------------------------------------------
+
+    def add_jobset(self, spec: JobSetSpec, restarts_before: int,
+                   restart_minutes: list[int]) -> None:
+        self.jobsets[spec.name] = spec
+        self.restarts[spec.name] = (restarts_before, list(restart_minutes))
+
+    def jobset_uid(self, name: str) -> str:
+        return rand_uuid("jobset", self.ctx.cluster, name)
+
+    def attempt(
+        self,
+        spec: JobSetSpec,
+        attempt: int,
+        start_m: int,
+        end_m: int | None,
+        placement: list[Node],
+        *,
+        run_delay: int = 1,
+        running_from: dict[int, int | None] | None = None,
+        failed_at: dict[int, int] | None = None,
+        unsched: dict[int, tuple[int, int]] | None = None,
+        sched_message: str | None = None,
+        namespace: str | None = None,
+    ) -> list[Pod]:
+        """Create the pods of one JobSet attempt (all replicated jobs), started at ``start_m``.
+
+        ``running_from[g]`` overrides the minute pod ``g`` turns Running (None = never).
+        """
+        pods = []
+        for j in range(spec.replicas):
+            for p in range(spec.parallelism):
+                g = j * spec.parallelism + p
+                name = (
+                    f"{spec.job_name(j)}-{p}-"
+                    f"{rand_str(K8S_ALPHABET, 5, self.ctx.cluster, spec.name, attempt, j, p)}"
+                )
+                run = (running_from or {}).get(g, start_m + run_delay)
+                phases = [(start_m, "Pending")]
+                if run is not None:
+                    phases.append((run, "Running"))
+                if failed_at and g in failed_at:
+                    phases.append((failed_at[g], "Failed"))
+                pod = Pod(
+                    spec=spec,
+                    namespace=namespace or self.ctx.namespace,
+                    j=j,
+                    p=p,
+                    attempt=attempt,
+                    name=name,
+                    node=placement[g] if (run is not None or unsched is None or g not in unsched)
+                    else None,
+                    start_m=start_m,
+                    created_ns=self.ctx.at(start_m - 0.9, "created", name),
+                    phases=phases,
+                    end_m=end_m,
+                    ip=f"10.{rand_int(64, 120, 'pods', self.ctx.cluster)}."
+                    f"{rand_int(2, 250, 'pip', name)}.{rand_int(2, 250, 'pip2', name)}",
+                )
+                if unsched and g in unsched:
+                    pod.unsched.append(unsched[g])
+                    pod.sched_message = sched_message
+                pods.append(pod)
+                self.pods.append(pod)
+                if (FIRST_MINUTE <= start_m <= LAST_MINUTE and pod.node and run is not None
+                        and not (unsched and g in unsched)):
+                    self.event_pod(
+                        pod, start_m - 0.85 + 0.01 * g, "Scheduled",
+                        f"Successfully assigned {pod.namespace}/{pod.name} to {pod.node.name}",
+                        component="default-scheduler",
+                    )
+        return pods
+
+    def coordinator_at(self, spec: JobSetSpec, m: float) -> Pod | None:
+        for pod in self.pods:
+            if pod.spec is spec and pod.coordinator and pod.phase_at(math.floor(m)) == "Running":
+                return pod
+        return None
+
+    def pod(self, spec: JobSetSpec, attempt: int, g: int) -> Pod:
+        for pod in self.pods:
+            if (pod.spec is spec and pod.attempt == attempt
+                    and pod.j * spec.parallelism + pod.p == g):
+                return pod
+        raise KeyError((spec.name, attempt, g))
+
+    # interruptions -----------------------------------------------------------------
+
+    def interruption(self, pool: str, itype: str, reason: str, m: int) -> None:
+        initial, steps = self.interruptions.get((pool, itype, reason), (None, []))
+        self.interruptions[(pool, itype, reason)] = (initial, [*steps, m])
+
+    def interruption_constant(self, pool: str, itype: str, reason: str, value: int) -> None:
+        self.interruptions[(pool, itype, reason)] = (value, [])
+
+    # log helpers -------------------------------------------------------------------
+
+    def add(self, entry: dict[str, Any]) -> dict[str, Any]:
+        self.entries.append(entry)
+        return entry
+
+    def container_log(self, pod: Pod, m: float, text: str, *, stderr: bool = False,
+                      key: object = "", at_ns: int | None = None) -> dict[str, Any]:
+        """A container line; ``at_ns`` pins the entry timestamp (else derived from ``m``)."""
+        ctx = self.ctx
+        return self.add(make_entry(
+            ctx.project,
+            log_id="stderr" if stderr else "stdout",
+            resource_type="k8s_container",
+            resource_labels={
+                "cluster_name": ctx.cluster,
+                "container_name": pod.spec.container,
+                "location": ctx.location,
+                "namespace_name": pod.namespace,
+                "pod_name": pod.name,
+                "project_id": ctx.project,
+            },
+            at_ns=at_ns if at_ns is not None else ctx.at(m, pod.name, key, text[:40]),
+            severity="ERROR" if stderr else "INFO",
+            text=text,
+            labels=pod_log_labels(pod, self.jobset_uid(pod.spec.name)),
+        ))
+
+    def node_resource(self, node: Node) -> dict[str, str]:
+        ctx = self.ctx
+        return {"cluster_name": ctx.cluster, "location": ctx.location,
+                "node_name": node.name, "project_id": ctx.project}
+
+    def node_log(self, node: Node, at_ns: int, text: str, *, log_id: str = "node-journal",
+                 severity: str = "ERROR") -> dict[str, Any]:
+        return self.add(make_entry(
+            self.ctx.project, log_id=log_id, resource_type="k8s_node",
+            resource_labels=self.node_resource(node), at_ns=at_ns, severity=severity, text=text,
+            labels={"compute.googleapis.com/resource_name": node.name},
+        ))
+
+    def kernel_line(self, node: Node, m: float, message: str, key: object = "",
+                    ident: str = "kernel") -> dict[str, Any]:
+        at = self.ctx.at(m, node.name, "kernel", key)
+        if ident == "kernel":
+            up = max(at - node.boot_ns, NS)
+            body = f"kernel: [{up // NS:>5d}.{(up % NS) // 1000:06d}] {message}"
+        else:
+            body = f"{ident}: {message}"
+        return self.node_log(node, at, f"{syslog_stamp(at)} {node.name} {body}")
+
+    def kubelet_journal(self, node: Node, m: float, message: str, where: str) -> dict[str, Any]:
+        """A kubelet journald record the way GKE ships it (jsonPayload, MESSAGE field)."""
+        at = self.ctx.at(m, node.name, "kubelet", message[:30])
+        pid = rand_int(1800, 3900, "kubelet-pid", node.name)
+        return self.add(make_entry(
+            self.ctx.project, log_id="kubelet", resource_type="k8s_node",
+            resource_labels=self.node_resource(node), at_ns=at, severity="INFO",
+            json_payload={
+                "MESSAGE": f"{glog_prefix('I', at, pid, where)} {message}",
+                "PRIORITY": "6",
+                "SYSLOG_FACILITY": "3",
+                "SYSLOG_IDENTIFIER": "kubelet",
+                "_BOOT_ID": rand_hex(32, "boot", node.name, node.boot_ns),
+                "_CMDLINE": "/home/kubernetes/bin/kubelet --v=2 --cloud-provider=external",
+                "_COMM": "kubelet",
+                "_EXE": "/home/kubernetes/bin/kubelet",
+                "_HOSTNAME": node.name,
+                "_MACHINE_ID": rand_hex(32, "machine", node.name),
+                "_PID": str(pid),
+                "_SYSTEMD_UNIT": "kubelet.service",
+                "_TRANSPORT": "stdout",
+                "_UID": "0",
+            },
+            labels={"compute.googleapis.com/resource_name": node.name},
+        ))
+
+    def event(self, resource_type: str, resource_labels: dict[str, str], m: float,
+              payload: dict[str, Any], severity: str) -> dict[str, Any]:
+        return self.add(make_entry(
+            self.ctx.project, log_id=EVENTS_LOG, resource_type=resource_type,
+            resource_labels=resource_labels,
+            at_ns=self.ctx.at(m, "event", payload["metadata"]["name"], payload["count"]),
+            severity=severity, json_payload=payload,
+        ))
+
+    def event_node(self, node: Node, m: float, reason: str, message: str, *,
+                   component: str = "node-controller", etype: str = "Normal") -> dict[str, Any]:
+        at = self.ctx.at(m, "ev", node.name, reason)
+        payload = k8s_event_payload(
+            involved={"apiVersion": "v1", "kind": "Node", "name": node.name,
+                      "uid": rand_uuid("node", node.name)},
+            reason=reason, message=message, component=component, etype=etype,
+            first_ns=at, last_ns=at, count=1,
+            host=node.name if component == "kubelet" else None,
+        )
+        return self.event("k8s_node", self.node_resource(node), m, payload,
+                          "WARNING" if etype == "Warning" else "INFO")
+
+    def event_pod(self, pod: Pod, m: float, reason: str, message: str, *,
+                  component: str, etype: str = "Normal", count: int = 1,
+                  first_m: float | None = None) -> dict[str, Any]:
+        ctx = self.ctx
+        at = ctx.at(m, "ev", pod.name, reason, count)
+        first = ctx.at(first_m, "ev", pod.name, reason, 1) if first_m is not None else at
+        payload = k8s_event_payload(
+            involved={"apiVersion": "v1", "kind": "Pod", "name": pod.name,
+                      "namespace": pod.namespace, "uid": pod.uid,
+                      "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name))},
+            reason=reason, message=message, component=component, etype=etype,
+            first_ns=first, last_ns=at, count=count,
+            host=pod.node.name if component == "kubelet" and pod.node else None,
+            namespace=pod.namespace,
+        )
+        payload["metadata"]["name"] = (
+            f"{pod.name}.{rand_hex(16, 'event', pod.name, reason, first)}"
+        )
+        res = {"cluster_name": ctx.cluster, "location": ctx.location,
+               "namespace_name": pod.namespace, "pod_name": pod.name, "project_id": ctx.project}
+        return self.event("k8s_pod", res, m, payload,
+                          "WARNING" if etype == "Warning" else "INFO")
+
+    def audit(self, node: Node, m: float, method: str) -> dict[str, Any]:
+        at = self.ctx.at(m, "audit", node.name, method)
+        return self.add(audit_entry(self.ctx.project, node.zone, node.name, node.instance_id,
+                                    method, at))
+
+    def pool_log(self, node: Node, m: float, text: str, severity: str = "INFO") -> dict[str, Any]:
+        ctx = self.ctx
+        return self.add(make_entry(
+            ctx.project, log_id=INTERRUPTION_LOG, resource_type="gke_nodepool",
+            resource_labels={"cluster_name": ctx.cluster, "location": ctx.location,
+                             "node_pool_name": node.pool, "project_id": ctx.project},
+            at_ns=ctx.at(m, "pool", node.name, text[:20]), severity=severity, text=text,
+        ))
+
+    def termination_log(self, node: Node, m: float, reason: str = "Host Error") -> dict[str, Any]:
+        return self.node_log(
+            node, self.ctx.at(m, "termination", node.name),
+            f"TerminationEvent: Node '{node.name}' was terminated due to: {reason}",
+            log_id=INTERRUPTION_LOG, severity="ERROR",
+        )
+
+    # compound episodes -------------------------------------------------------------
+
+    def host_failure(self, node: Node, m0: float, kernel: list[tuple[str, str]], *,
+                     unknown: int = 4, false: int = 1, auto_restart: bool = True) -> None:
+        """One host-error episode of ``node`` starting at T+m0 minutes.
+
+        ``kernel`` = [(ident, message)] node-journal lines logged just before the crash.
+        """
+        for i, (ident, message) in enumerate(kernel):
+            self.kernel_line(node, m0 - 0.45 + 0.02 * i, message, key=i, ident=ident)
+        self.audit(node, m0 - 0.05, "compute.instances.hostError")
+        self.termination_log(node, m0 + 0.08)
+        down = math.ceil(m0 + 0.1)
+        self.outage(node, down, unknown, false)
+        self.event_node(node, m0 + 0.62, "NodeNotReady",
+                        f"Node {node.name} status is now: NodeNotReady")
+        if auto_restart:
+            self.audit(node, m0 + 1.3, "compute.instances.automaticRestart")
+        self.interruption(node.pool, "TerminationEvent", "HostError", down)
+
+    def preemption(self, node: Node, m0: float, reason: str = "Eviction") -> None:
+        self.audit(node, m0, "compute.instances.preempted")
+        self.pool_log(node, m0 + 0.07,
+                      f"PreemptionEvent: Node '{node.name}' in node pool '{node.pool}' "
+                      "was preempted.")
+        down = math.ceil(m0 + 0.1)
+        self.outage(node, down, 3, 1)
+        self.event_node(node, m0 + 0.7, "NodeNotReady",
+                        f"Node {node.name} status is now: NodeNotReady")
+        self.interruption(node.pool, "PreemptionEvent", reason, down)
+
+    def maintenance(self, node: Node, m0: float) -> None:
+        self.pool_log(node, m0, f"MaintenanceEvent: Node '{node.name}' in node pool "
+                                f"'{node.pool}' is undergoing host maintenance.")
+        self.audit(node, m0 + 0.1, "compute.instances.terminateOnHostMaintenance")
+        down = math.ceil(m0 + 0.2)
+        self.outage(node, down, 4, 1)
+        self.event_node(node, m0 + 0.75, "NodeNotReady",
+                        f"Node {node.name} status is now: NodeNotReady")
+        self.interruption(node.pool, "MaintenanceEvent", "HW/SW Maintenance", down)
+
+    # noise -------------------------------------------------------------------------
+
+    def training_noise(self, spec: JobSetSpec, style: str, *, every: int = 4,
+                       checkpoint_every: int = 20, workers: bool = True,
+                       quiet: Iterable[tuple[int, int]] = ()) -> None:
+        """Ordinary INFO lines from the coordinator (and a few from other workers).
+
+        Nothing is logged in the ``quiet`` minute ranges [a, b) (a hung job) nor while a pod
+        of the attempt has failed or sits on a node that is not Ready. Each attempt resumes
+        from the last checkpoint the previous one saved.
+        """
+        quiet = list(quiet)
+        steps_per_min = {"maxtext": 27, "megatron": 14, "hf": 9, "diffusion": 130, "jax": 22}[
+            style]
+        last_ckpt: int | None = None
+        for attempt in sorted({p.attempt for p in self.pods if p.spec is spec}):
+            group = [p for p in self.pods if p.spec is spec and p.attempt == attempt]
+            coord = next(p for p in group if p.coordinator)
+            first_run = next((s for s, ph in coord.phases if ph == "Running"), None)
+            if first_run is None:
+                continue
+            resume = last_ckpt if last_ckpt is not None else 1000 * (40 + attempt)
+            if first_run >= FIRST_MINUTE:
+                self.startup_lines(coord, first_run + 0.2, style, resume)
+
+            def disturbed(m: int, group: list[Pod] = group) -> bool:
+                for x in (m, m + 1):
+                    if any(a <= x < b for a, b in quiet):
+                        return True
+                    for p in group:
+                        if p.phase_at(x) not in ("Running", None if x == m + 1 else "-"):
+                            return True
+                        if p.node is not None and p.node.not_ready.get(x):
+                            return True
+                return False
+
+            last = coord.end_m if coord.end_m is not None else LAST_MINUTE + 1
+            for m in range(first_run, min(last, LAST_MINUTE + 1)):
+                if coord.phase_at(m) != "Running" or disturbed(m):
+                    continue
+                k = m - first_run
+                step = resume + k * steps_per_min
+                if k % checkpoint_every == checkpoint_every - 1:
+                    last_ckpt = step
+                    if m >= FIRST_MINUTE:
+                        self.container_log(coord, m + 0.8,
+                                           checkpoint_line(style, step, spec, self.ctx),
+                                           key=("ckpt", m))
+                if m < FIRST_MINUTE or k % every != 1:
+                    continue
+                self.container_log(coord, m + 0.55, train_line(style, step, coord, self.ctx),
+                                   key=("train", m))
+                if workers and k % (every * 4) == 1:
+                    for other in group:
+                        if not other.coordinator and other.p == 1 and other.phase_at(m) == \
+                                "Running":
+                            self.container_log(other, m + 0.58,
+                                               worker_line(style, step, other),
+                                               key=("worker", m))
+
+    def startup_lines(self, pod: Pod, m: float, style: str, resume: int) -> None:
+        spec = pod.spec
+        lines = {
+            "maxtext": [
+                f"Num_devices: {4 * spec.size}, shape (1, {spec.replicas}, {4 * spec.parallelism},"
+                " 1, 1, 1, 1, 1)",
+                "Setting up checkpoint logger...",
+                f"restoring from this run's directory step {resume}",
+                "Memstats: After params initialized:",
+            ],
+            "jax": [
+                f"JAX distributed initialized: process 0 of {spec.size}",
+                f"Restored checkpoint step {resume}",
+            ],
+            "megatron": [
+                "> initializing torch distributed ...",
+                "NCCL version 2.21.5+cuda12.4",
+                f"  loading checkpoint from /ckpt/{spec.name} at iteration {resume}",
+                "> building train, validation, and test datasets ...",
+            ],
+            "hf": [
+                "***** Running training *****",
+                f"  Resuming from checkpoint-{resume}",
+                "  Num examples = 1,804,211",
+            ],
+            "diffusion": [
+                f"[rank0] world size {8 * spec.size}, resuming from step {resume}",
+                "[rank0] EMA weights loaded",
+            ],
+        }[style]
+        for i, line in enumerate(lines):
+            self.container_log(pod, m + 0.03 * i, line, key=("startup", i))
+        if style in ("megatron", "hf", "diffusion"):
+            ip = pod.ip
+            self.container_log(
+                pod, m + 0.15,
+                f"{pod.name}:{rand_int(100, 999, 'pid', pod.name)}:"
+                f"{rand_int(100, 999, 'pid2', pod.name)} [0] NCCL INFO Bootstrap : "
+                f"Using eth0:{ip}<0>", key="nccl-info")
+            self.container_log(
+                pod, m + 0.16,
+                f"{pod.name}:{rand_int(100, 999, 'pid', pod.name)}:"
+                f"{rand_int(100, 999, 'pid2', pod.name)} [0] NCCL INFO comm 0x5589a2c0 "
+                f"rank 0 nranks {8 * spec.size} cudaDev 0 nvmlDev 0 busId 4000 - Init COMPLETE",
+                key="nccl-info2")
+
+    def kubelet_noise(self, every: int = 29) -> None:
+        for i, node in enumerate(self.nodes):
+            for m in range(FIRST_MINUTE + 3 + 5 * i, LAST_MINUTE, every):
+                if node.not_ready.get(m):
+                    continue
+                if (m + i) % 2:
+                    self.kubelet_journal(node, m + 0.3, "SyncLoop (PLEG): event for pod",
+                                         "kubelet.go:2462")
+                else:
+                    self.kubelet_journal(
+                        node, m + 0.3,
+                        "\"Image garbage collection succeeded\" freedBytes=0",
+                        "image_gc_manager.go:392")
+
+    # output ------------------------------------------------------------------------
+
+    def metrics_text(self) -> str:
+        ctx = self.ctx
+        minutes = range(FIRST_MINUTE, LAST_MINUTE + 1)
+        out: list[str] = []
+
+        def family(name: str, series: Iterable[tuple[dict[str, str], Callable[[int], Any]]],
+                   help_text: str) -> None:
+            out.append(f"# HELP {name} {help_text}")
+            out.append(f"# TYPE {name} gauge")
+            for labels, value_at in series:
+                lab = ",".join(f'{k}="{v}"' for k, v in labels.items())
+                for m in minutes:
+                    v = value_at(m)
+                    if v is None:
+                        continue
+                    out.append(f"{name}{{{lab}}} {v} {ctx.sample_s(m)}")
+
+        def restarts_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for name, (before, steps) in sorted(self.restarts.items()):
+                yield ({"cluster": ctx.cluster, "namespace": ctx.namespace, "jobset_name": name},
+                       lambda m, b=before, s=steps: b + sum(1 for x in s if x <= m))
+
+        family("kube_jobset_restarts", restarts_series(),
+               "JobSet status.restarts (lifetime total).")
+
+        def interruption_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for (pool, itype, reason), (initial, steps) in sorted(self.interruptions.items()):
+                first = FIRST_MINUTE if initial is not None else min(steps)
+
+                def value(m: int, i: int | None = initial, s: list[int] = steps,
+                          f: int = first) -> int | None:
+                    if m < f:
+                        return None
+                    return (i or 0) + sum(1 for x in s if x <= m)
+
+                yield ({"cluster_name": ctx.cluster, "node_pool_name": pool,
+                        "interruption_type": itype, "interruption_reason": reason}, value)
+
+        if self.interruptions:
+            family("kubernetes_io:node_pool_interruption_count", interruption_series(),
+                   "Node pool interruptions (cumulative per label set).")
+
+        def node_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for node in sorted(self.nodes, key=lambda n: n.name):
+                for status in ("False", "True", "Unknown"):
+                    yield ({"cluster_name": ctx.cluster, "node_name": node.name,
+                            "node_pool_name": node.pool, "condition": "Ready", "status": status},
+                           lambda m, n=node, st=status: int(n.not_ready.get(m, "True") == st))
+
+        family("kubernetes_io:node_status_condition", node_series(),
+               "Node Ready condition, 1 for the current status.")
+
+        # Pod metrics cover the workload's pods only, as the workflow's pod=~"<workload>.*"
+        # queries return them.
+        pods = sorted((p for p in self.pods if p.name.startswith(ctx.workload + "-")),
+                      key=lambda p: p.name)
+
+        def phase_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for pod in pods:
+                for phase in PHASES:
+                    yield ({"cluster": ctx.cluster, "namespace": pod.namespace, "pod": pod.name,
+                            "phase": phase},
+                           lambda m, p=pod, ph=phase: None if p.phase_at(m) is None
+                           else int(p.phase_at(m) == ph))
+
+        family("kube_pod_status_phase", phase_series(), "Pod phase, 1 for the current phase.")
+
+        def unsched_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for pod in (p for p in pods if p.unsched):
+                yield ({"cluster_name": ctx.cluster, "namespace_name": pod.namespace,
+                        "pod_name": pod.name},
+                       lambda m, p=pod: None if p.phase_at(m) is None else int(p.unsched_at(m)))
+
+        # Only pods that are unschedulable at some point get a series (0/1 over their
+        # lifetime); a missing series means the pod was never unschedulable.
+        if any(p.unsched for p in pods):
+            family("kubernetes_io:pod_status_unschedulable", unsched_series(),
+                   "1 while the pod is unschedulable.")
+        out.append("# EOF")
+        return "\n".join(out) + "\n"
+
+    def nodes_json(self) -> dict[str, Any]:
+        ctx = self.ctx
+        region = ctx.zone.rsplit("-", 1)[0]
+        items = []
+        for node in self.nodes:
+            labels = {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/instance-type": node.machine,
+                "beta.kubernetes.io/os": "linux",
+                "cloud.google.com/gke-boot-disk": "hyperdisk-balanced"
+                if node.machine.startswith(("a3", "ct6e", "ct5p")) else "pd-balanced",
+                "cloud.google.com/gke-container-runtime": "containerd",
+                "cloud.google.com/gke-cpu-scaling-level": "4",
+                "cloud.google.com/gke-logging-variant": "DEFAULT",
+                "cloud.google.com/gke-max-pods-per-node": "110",
+                "cloud.google.com/gke-nodepool": node.pool,
+                "cloud.google.com/gke-os-distribution": "cos",
+                "cloud.google.com/gke-provisioning": "spot" if node.spot else "standard",
+                "cloud.google.com/gke-stack-type": "IPV4",
+                "cloud.google.com/machine-family": node.machine.split("-")[0],
+                "cloud.google.com/private-node": "false",
+                "failure-domain.beta.kubernetes.io/region": region,
+                "failure-domain.beta.kubernetes.io/zone": node.zone,
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": node.name,
+                "kubernetes.io/os": "linux",
+                "node.kubernetes.io/instance-type": node.machine,
+                "topology.gke.io/zone": node.zone,
+                "topology.kubernetes.io/region": region,
+                "topology.kubernetes.io/zone": node.zone,
+            }
+            if node.spot:
+                labels["cloud.google.com/gke-spot"] = "true"
+            if node.host:
+                labels["cloud.google.com/gce-topology-block"] = node.block or ""
+                labels["cloud.google.com/gce-topology-subblock"] = node.subblock or ""
+                labels["cloud.google.com/gce-topology-host"] = node.host
+            labels.update(node.labels)
+            status = node.not_ready.get(LAST_MINUTE, "True")
+            hb = ctx.at(LAST_MINUTE - 0.2, "hb", node.name)
+            cpu = node.capacity.get("cpu", "8")
+            capacity = {"cpu": cpu, "ephemeral-storage": "98831908Ki",
+                        "hugepages-1Gi": "0", "hugepages-2Mi": "0",
+                        "memory": node.capacity.get("memory", "32876680Ki"), "pods": "110"}
+            capacity.update({k: v for k, v in node.capacity.items() if k not in capacity})
+            allocatable = dict(capacity)
+            allocatable["cpu"] = f"{int(cpu) * 1000 - 200 - int(cpu) * 10}m"
+            items.append({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "annotations": {
+                        "container.googleapis.com/instance_id": node.instance_id,
+                        "node.alpha.kubernetes.io/ttl": "0",
+                        "node.gke.io/last-applied-node-labels": ",".join(
+                            f"{k}={v}" for k, v in sorted(labels.items())
+                            if k.startswith("cloud.google.com/gke-")),
+                        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                    },
+                    "creationTimestamp": fmt_ts(node.created_ns, 0),
+                    "labels": labels,
+                    "name": node.name,
+                    "resourceVersion": str(rand_int(10**7, 10**8, "nrv", node.name)),
+                    "uid": rand_uuid("node", node.name),
+                },
+                "spec": {
+                    "podCIDR": node.pod_cidr,
+                    "podCIDRs": [node.pod_cidr],
+                    "providerID": f"gce://{node.project}/{node.zone}/{node.name}",
+                    **({"taints": node.taints} if node.taints else {}),
+                },
+                "status": {
+                    "addresses": [
+                        {"address": node.ip, "type": "InternalIP"},
+                        {"address": "", "type": "ExternalIP"},
+                        {"address": node.name, "type": "Hostname"},
+                    ],
+                    "allocatable": allocatable,
+                    "capacity": capacity,
+                    "conditions": node_conditions(node, status, hb),
+                    "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                    "nodeInfo": {
+                        "architecture": "amd64",
+                        "bootID": rand_uuid("boot", node.name, node.boot_ns),
+                        "containerRuntimeVersion": "containerd://1.7.24",
+                        "kernelVersion": "6.6.72+",
+                        "kubeProxyVersion": GKE_VERSION,
+                        "kubeletVersion": GKE_VERSION,
+                        "machineID": rand_hex(32, "machine", node.name),
+                        "operatingSystem": "linux",
+                        "osImage": "Container-Optimized OS from Google",
+                        "systemUUID": rand_uuid("sys", node.name),
+                    },
+                },
+            })
+        return {"apiVersion": "v1", "items": items, "kind": "List",
+                "metadata": {"resourceVersion": ""}}
+
+    def pods_json(self) -> dict[str, Any]:
+        items = [pod_item(self, p) for p in self.pods if p.end_m is None]
+        items.sort(key=lambda i: (i["metadata"]["namespace"], i["metadata"]["name"]))
+        return {"apiVersion": "v1", "items": items, "kind": "List",
+                "metadata": {"resourceVersion": ""}}
+
+    def scenario_json(self) -> dict[str, Any]:
+        c = self.ctx
+        return {
+            "description": self.description,
+            "context": {"project": c.project, "location": c.location, "cluster": c.cluster,
+                        "namespace": c.namespace, "workload": c.workload,
+                        "issue_time": c.issue_time},
+            "expect": self.expect,
+        }
+
+    def write(self, root: Path) -> dict[str, int]:
+        out_dir = root / self.slug
+        out_dir.mkdir(parents=True, exist_ok=True)
+        entries = sorted(self.entries, key=lambda e: (e["timestamp"], e["insertId"]),
+                         reverse=True)
+        files = {
+            "scenario.json": dump(self.scenario_json()),
+            "logs.json": dump(entries),
+            "metrics.om": self.metrics_text(),
+            "nodes.json": dump(self.nodes_json()),
+            "pods.json": dump(self.pods_json()),
+        }
+        sizes = {}
+        for name, text in files.items():
+            (out_dir / name).write_text(text, encoding="utf-8")
+            sizes[name] = len(text.encode())
+        return sizes
+
+
+def dump(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def node_conditions(node: Node, status: str, hb: int) -> list[dict[str, str]]:
+    since = fmt_ts(node.ready_since_ns, 0)
+    booted = fmt_ts(node.boot_ns + 40 * NS, 0)
+    hbs = fmt_ts(hb, 0)
+    npd = [
+        ("FrequentContainerdRestart", "NoFrequentContainerdRestart",
+         "containerd is functioning properly"),
+        ("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
+        ("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"),
+        ("FrequentKubeletRestart", "NoFrequentKubeletRestart",
+         "kubelet is functioning properly"),
+        ("CorruptDockerOverlay2", "NoCorruptDockerOverlay2",
+         "docker overlay2 is functioning properly"),
+        ("FrequentUnregisterNetDevice", "NoFrequentUnregisterNetDevice",
+         "node is functioning properly"),
+    ]
+    out = [{"lastHeartbeatTime": hbs, "lastTransitionTime": booted, "message": msg,
+            "reason": reason, "status": "False", "type": ctype} for ctype, reason, msg in npd]
+    out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": fmt_ts(node.created_ns, 0),
+                "message": "NodeController create implicit route", "reason": "RouteCreated",
+                "status": "False", "type": "NetworkUnavailable"})
+    for ctype, reason, msg in [
+        ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ]:
+        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": booted, "message": msg,
+                    "reason": reason, "status": "False", "type": ctype})
+    if status == "True":
+        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": since,
+                    "message": "kubelet is posting ready status", "reason": "KubeletReady",
+                    "status": "True", "type": "Ready"})
+    else:
+        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": hbs,
+                    "message": "Kubelet stopped posting node status.",
+                    "reason": "NodeStatusUnknown", "status": status, "type": "Ready"})
+    return out
+
+
+def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
+    spec = pod.spec
+    ctx = sc.ctx
+    labels = pod.labels(sc.jobset_uid(spec.name))
+    phase = pod.phase_at(LAST_MINUTE) or "Pending"
+    created = fmt_ts(pod.created_ns, 0)
+    run_m = next((s for s, ph in pod.phases if ph == "Running"), None)
+    started = fmt_ts(ctx.at(run_m - 0.3, "started", pod.name), 0) if run_m is not None else None
+    annotations = {k: v for k, v in labels.items() if k.startswith("jobset.sigs.k8s.io/")}
+    annotations["batch.kubernetes.io/job-completion-index"] = str(pod.p)
+    if spec.resources.get("google.com/tpu"):
+        annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"] = "cloud.google.com/gke-nodepool"
+    container: dict[str, Any] = {
+        "image": spec.image,
+        "imagePullPolicy": "IfNotPresent",
+        "name": spec.container,
+        "ports": [{"containerPort": 8471, "protocol": "TCP"}]
+        if "google.com/tpu" in spec.resources else [{"containerPort": 29500, "protocol": "TCP"}],
+        "resources": {"limits": dict(spec.resources), "requests": dict(spec.resources)},
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "dnsPolicy": "ClusterFirst",
+        "enableServiceLinks": True,
+        "hostname": f"{spec.job_name(pod.j)}-{pod.p}",
+        "nodeSelector": dict(spec.node_selector),
+        "preemptionPolicy": "PreemptLowerPriority",
+        "priority": 1000 if spec.priority_class else 0,
+        "restartPolicy": "Never",
+        "schedulerName": "default-scheduler",
+        "securityContext": {},
+        "serviceAccount": "default",
+        "serviceAccountName": "default",
+        "subdomain": spec.name,
+        "terminationGracePeriodSeconds": 30,
+        "tolerations": [
+            *spec.tolerations,
+            {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready",
+             "operator": "Exists", "tolerationSeconds": 300},
+            {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable",
+             "operator": "Exists", "tolerationSeconds": 300},
+        ],
+    }
+    if spec.priority_class:
+        pod_spec["priorityClassName"] = spec.priority_class
+    status: dict[str, Any] = {"phase": phase, "qosClass": "Guaranteed"}
+    if pod.node is not None and phase != "Pending":
+        pod_spec["nodeName"] = pod.node.name
+        ready_at = fmt_ts(ctx.at((run_m or 0) + 0.1, "ready", pod.name), 0)
+        status.update({
+            "conditions": [
+                {"lastProbeTime": None, "lastTransitionTime": started,
+                 "status": "True", "type": "PodReadyToStartContainers"},
+                {"lastProbeTime": None, "lastTransitionTime": created, "status": "True",
+                 "type": "Initialized"},
+                {"lastProbeTime": None, "lastTransitionTime": ready_at, "status": "True",
+                 "type": "Ready"},
+                {"lastProbeTime": None, "lastTransitionTime": ready_at, "status": "True",
+                 "type": "ContainersReady"},
+                {"lastProbeTime": None, "lastTransitionTime": created, "status": "True",
+                 "type": "PodScheduled"},
+            ],
+            "containerStatuses": [{
+                "containerID": "containerd://" + rand_hex(64, "cid", pod.name),
+                "image": spec.image,
+                "imageID": spec.image.split(":")[0] + "@sha256:" + rand_hex(64, "img", spec.image),
+                "lastState": {},
+                "name": spec.container,
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "state": {"running": {"startedAt": started}},
+            }],
+            "hostIP": pod.node.ip,
+            "hostIPs": [{"ip": pod.node.ip}],
+            "podIP": pod.ip,
+            "podIPs": [{"ip": pod.ip}],
+            "startTime": created,
+        })
+    else:
+        status["conditions"] = [{
+            "lastProbeTime": None,
+            "lastTransitionTime": created,
+            "message": pod.sched_message or "",
+            "reason": "Unschedulable",
+            "status": "False",
+            "type": "PodScheduled",
+        }]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "annotations": annotations,
+            "creationTimestamp": created,
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+            "generateName": f"{spec.job_name(pod.j)}-{pod.p}-",
+            "labels": labels,
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "ownerReferences": [{
+                "apiVersion": "batch/v1", "blockOwnerDeletion": True, "controller": True,
+                "kind": "Job", "name": spec.job_name(pod.j), "uid": pod.job_uid,
+            }],
+            "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
+            "uid": pod.uid,
+        },
+        "spec": pod_spec,
+        "status": status,
+    }
+
+
+# --- training log lines ---------------------------------------------------------------
+
+
+def train_line(style: str, step: int, pod: Pod, ctx: Context) -> str:
+    loss = 2.9 * math.exp(-step / 90000) + 1.35 + rand_float(-0.03, 0.03, "loss", step)
+    if style == "maxtext":
+        return (f"completed step: {step}, seconds: {rand_float(2.18, 2.26, 's', step):.3f}, "
+                f"TFLOP/s/device: {rand_float(318, 324, 'tf', step):.3f}, "
+                f"Tokens/s/device: {rand_float(3700, 3760, 'tok', step):.3f}, "
+                f"total_weights: 2097152, loss: {loss:.3f}")
+    if style == "jax":
+        return (f"step={step} loss={loss:.4f} grad_norm={rand_float(0.2, 0.5, 'gn', step):.3f} "
+                f"examples/s={rand_float(880, 905, 'ex', step):.1f}")
+    if style == "megatron":
+        return (f" iteration {step:>8d}/  320000 | consumed samples: {step * 1024:>12d} | "
+                f"elapsed time per iteration (ms): {rand_float(4180, 4260, 'it', step):.1f} | "
+                f"learning rate: {rand_float(5.9, 6.0, 'lr', step):.3f}E-05 | "
+                f"global batch size:  1024 | lm loss: {loss:.6E} | loss scale: 1.0 | "
+                f"grad norm: {rand_float(0.3, 0.5, 'gn', step):.3f} | "
+                "number of skipped iterations:   0 | number of nan iterations:   0 |")
+    if style == "hf":
+        return (f"{{'loss': {loss - 0.6:.4f}, 'grad_norm': {rand_float(0.5, 1.2, 'gn', step):.4f}, "
+                f"'learning_rate': {rand_float(1.5, 2.0, 'lr', step):.4e}, "
+                f"'epoch': {step / 40000:.2f}}}")
+    return (f"[rank0] step {step} | loss {loss / 12:.4f} | lr 1.00e-04 | "
+            f"it/s {rand_float(2.2, 2.4, 'its', step):.2f}")
+
+
+def worker_line(style: str, step: int, pod: Pod) -> str:
+    if style in ("maxtext", "jax"):
+        worker = pod.j * pod.spec.parallelism + pod.p
+        return f"Worker {worker}: per-host data iterator at step {step}"
+    rank = 8 * (pod.j * pod.spec.parallelism + pod.p)
+    return f"[rank{rank}] dataloader: prefetch queue depth 8, step {step}"
+
+
+def checkpoint_line(style: str, step: int, spec: JobSetSpec, ctx: Context) -> str:
+    bucket = f"gs://{ctx.project}-ckpt/{spec.name}"
+    if style in ("maxtext", "jax"):
+        return f"Saving checkpoint for step {step} to {bucket}/checkpoints/{step}"
+    if style == "hf":
+        return f"Saving model checkpoint to /ckpt/{spec.name}/checkpoint-{step}"
+    return f"saving checkpoint at iteration {step:>8d} to {bucket}"
+
+
+# --- node / jobset templates ----------------------------------------------------------
+
+
+TPU_TOLERATION = [{"effect": "NoSchedule", "key": "google.com/tpu", "operator": "Exists"}]
+GPU_TOLERATION = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]
+TPU_TAINT = [{"effect": "NoSchedule", "key": "google.com/tpu", "value": "present"}]
+GPU_TAINT = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
+
+
+def tpu_labels(accel: str, topology: str) -> dict[str, str]:
+    return {"cloud.google.com/gke-tpu-accelerator": accel,
+            "cloud.google.com/gke-tpu-topology": topology,
+            "cloud.google.com/gke-accelerator-count": "4"}
+
+
+def gpu_labels(accel: str, count: int = 8) -> dict[str, str]:
+    return {"cloud.google.com/gke-accelerator": accel,
+            "cloud.google.com/gke-accelerator-count": str(count),
+            "cloud.google.com/gke-gpu": "true",
+            "cloud.google.com/gke-gpu-driver-version": "latest"}
+
+
+def tpu_capacity(cpu: int, mem_ki: int) -> dict[str, str]:
+    return {"cpu": str(cpu), "memory": f"{mem_ki}Ki", "google.com/tpu": "4"}
+
+
+def gpu_capacity(cpu: int, mem_ki: int, gpus: int = 8) -> dict[str, str]:
+    return {"cpu": str(cpu), "memory": f"{mem_ki}Ki", "nvidia.com/gpu": str(gpus)}
+
+
+def expect(root: str, path: str, suspects: list[dict[str, Any]] | None = None,
+           loop: bool = True) -> dict[str, Any]:
+    return {"restart_loop": loop, "root_cause": root, "remediation_path": path,
+            "suspect_hosts": suspects or []}
+
+
+# --- scenarios ------------------------------------------------------------------------
+
+
+def scenario_spot_preemption() -> Scenario:
+    ctx = Context(project="acme-ml-spot", location="us-west4", zone="us-west4-a",
+                  cluster="tpu-spot-cluster", namespace="training",
+                  workload="gemma-7b-finetune", issue_time="2026-03-11T14:42:00Z")
+    sc = Scenario(
+        "spot-preemption",
+        "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
+        "preempted at T-22m, T-9m (Eviction) and T+6m (Defragmentation); each preemption is "
+        "followed by a JobSet restart (restarts 2 -> 5 inside the window). An older preemption "
+        "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
+        "carry no gce-topology-host label; their brief NotReady runs are explained by the "
+        "preemptions.",
+        ctx, expect("spot_preemption", "avoid_preemption"))
+    common = dict(spot=True, labels=tpu_labels("tpu-v5-lite-podslice", "2x4"),
+                  capacity=tpu_capacity(112, 197990396), taints=TPU_TAINT)
+    pool0 = sc.add_pool("v5e-spot-0", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
+    pool1 = sc.add_pool("v5e-spot-1", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
+    placement = pool0 + pool1
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="slice", replicas=2, parallelism=2, container="jax-tpu",
+        image="us-docker.pkg.dev/acme-ml-spot/train/gemma-ft:2026.03.02",
+        resources={"google.com/tpu": "4"},
+        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+                       "cloud.google.com/gke-tpu-topology": "2x4",
+                       "cloud.google.com/gke-spot": "true"},
+        tolerations=TPU_TOLERATION,
+    )
+    # (preemption minute, node, reason, restart minute)
+    events = [(-70.4, pool1[0], "Eviction", -68), (-22.3, pool0[0], "Eviction", -20),
+              (-8.7, pool1[1], "Eviction", -7), (5.6, pool0[1], "Defragmentation", 7)]
+    sc.add_jobset(spec, 1, [r for *_, r in events])
+    for m0, node, reason, _ in events:
+        sc.preemption(node, m0, reason)
+    starts = [-400] + [r for *_, r in events]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        running: dict[int, int | None] = {}
+        failed: dict[int, int] = {}
+        if k > 0:
+            _, node, _, r = events[k - 1]
+            g = placement.index(node)
+            back = max(n for n in node.not_ready) + 1  # node Ready again
+            running[g] = max(back, r + 1)
+        if end is not None:
+            m0, node, _, r = events[k]
+            failed[placement.index(node)] = math.ceil(m0)
+        sc.attempt(spec, 1 + k, start, end, placement, running_from=running, failed_at=failed)
+    for m0, node, _, _ in events:
+        coord = sc.coordinator_at(spec, m0)
+        if coord and coord.node is not node:
+            sc.container_log(coord, m0 + 0.5,
+                             "Received SIGTERM from the job controller, stopping training loop "
+                             "after the current step", key="sigterm")
+    sc.training_noise(spec, "jax")
+    sc.kubelet_noise()
+    return sc
+
+
+FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
+
+
+def scenario_faulty_host() -> Scenario:
+    ctx = Context(project="customer-ai-project-123", location="us-east5", zone="us-east5-a",
+                  cluster="tpu-cluster-prod", namespace="default",
+                  workload="llama3-70b-training", issue_time="2026-05-20T08:15:00Z")
+    sc = Scenario(
+        "faulty-host",
+        "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
+        "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2 on physical host "
+        f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
+        "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
+        "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
+        "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
+        "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
+        "The other three TPU nodes sit on other hosts and stay healthy.",
+        ctx, expect("faulty_host", "isolate_host",
+                    [{"host": FAULTY_HOST,
+                      "nodes": ["gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"],
+                      "failures": 2}]))
+    tpu = sc.add_pool(
+        "tpu-pool", "ct5p-hightpu-4t", 4, pool_hash="3f9a2b1c",
+        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"], hosts=True, host_ids={2: FAULTY_HOST},
+        labels=tpu_labels("tpu-v5p-slice", "2x2x4"), capacity=tpu_capacity(208, 463475916),
+        taints=TPU_TAINT)
+    bad = tpu[2]
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="maxtext",
+        image="us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12",
+        resources={"google.com/tpu": "4"},
+        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+                       "cloud.google.com/gke-tpu-topology": "2x2x4"},
+        tolerations=TPU_TOLERATION,
+    )
+    ep1, ep2 = -20.3, 4.8
+    r1, r2 = -18, 7
+    sc.add_jobset(spec, 6, [r1, r2])
+    sc.host_failure(bad, ep1, [
+        ("kernel", "BUG: unable to handle kernel paging request at 0000000000002008"),
+        ("kernel", "#PF: supervisor read access in kernel mode"),
+        ("kernel", "Oops: 0000 [#1] PREEMPT SMP NOPTI"),
+        ("systemd[1]", "node-problem-detector.service: Main process exited, code=exited, "
+                       "status=1/FAILURE"),
+    ])
+    back1 = max(bad.not_ready) + 1
+    sc.host_failure(bad, ep2, [
+        ("kernel", "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
+                   "Source: 0"),
+        ("kernel", "{1}[Hardware Error]: event severity: fatal"),
+        ("kernel", "mce: [Hardware Error]: CPU 47: Machine Check Exception: 5 Bank 12: "
+                   "be00000000800400"),
+        ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+    ])
+    back2 = max(bad.not_ready) + 1
+    msg = ("0/4 nodes are available: 1 node(s) had untolerated taint "
+           "{node.kubernetes.io/unreachable: }, 3 Insufficient google.com/tpu. preemption: "
+           "0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
+           "preemption victims found for incoming pod.")
+    sc.attempt(spec, 6, -500, r1, tpu, failed_at={2: math.ceil(ep1)})
+    sc.attempt(spec, 7, r1, r2, tpu, running_from={2: back1 + 1},
+               failed_at={2: math.ceil(ep2)}, unsched={2: (r1, back1)}, sched_message=msg)
+    sc.attempt(spec, 8, r2, None, tpu, running_from={2: back2 + 1}, unsched={2: (r2, back2)},
+               sched_message=msg)
+    for attempt, r, back in ((7, r1, back1), (8, r2, back2)):
+        pod = sc.pod(spec, attempt, 2)
+        sc.event_pod(pod, r - 0.84, "FailedScheduling", msg, component="default-scheduler",
+                     etype="Warning")
+        sc.event_pod(pod, back - 0.2, "Scheduled",
+                     f"Successfully assigned {pod.namespace}/{pod.name} to {bad.name}",
+                     component="default-scheduler")
+    for m0 in (ep1, ep2):
+        coord = sc.coordinator_at(spec, m0)
+        if coord:
+            sc.container_log(coord, m0 + 1.1,
+                             "Terminating: job controller requested shutdown (SIGTERM)",
+                             key="sigterm")
+    sc.kubelet_journal(bad, back1 - 0.6, f"\"Successfully registered node\" node=\"{bad.name}\"",
+                       "kubelet_node_status.go:79")
+    sc.training_noise(spec, "maxtext")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_single_node_failure() -> Scenario:
+    ctx = Context(project="quanta-genai-prod", location="europe-west4", zone="europe-west4-b",
+                  cluster="a3-mega-eu", namespace="ml-jobs", workload="mixtral-8x7b-sft",
+                  issue_time="2026-04-02T21:37:30Z")
+    sc = Scenario(
+        "single-node-failure",
+        "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
+        "inside the window at T-6m (GPU Xid 79, kernel panic, hostError, TerminationEvent, "
+        "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
+        "different node had a similar failure at T-75m, before the window: it must not be "
+        "counted. Issue time is not on a whole minute (21:37:30).",
+        ctx, {})
+    nodes = sc.add_pool(
+        "a3mega-pool", "a3-megagpu-8g", 4, hosts=True,
+        labels=gpu_labels("nvidia-h100-mega-80gb"), capacity=gpu_capacity(208, 1918952244),
+        taints=GPU_TAINT)
+    old_bad, bad = nodes[3], nodes[1]
+    sc.expect = expect("host_error", "watch_host",
+                       [{"host": bad.host, "nodes": [bad.name], "failures": 1}])
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="trainer", replicas=1, parallelism=4, container="trainer",
+        image="europe-west4-docker.pkg.dev/quanta-genai-prod/llm/sft-trainer:v0.14.2",
+        resources={"nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    ep0, ep1 = -75.2, -6.2
+    r0, r1 = -73, -4
+    sc.add_jobset(spec, 1, [r0, r1])
+    sc.host_failure(old_bad, ep0, [
+        ("kernel", "NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                   "fallen off the bus."),
+    ], unknown=3)
+    sc.host_failure(bad, ep1, [
+        ("kernel", "NVRM: Xid (PCI:0000:97:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                   "fallen off the bus."),
+        ("kernel", "NVRM: GPU 0000:97:00.0: GPU has fallen off the bus."),
+        ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+    ], unknown=4, false=1)
+    back0 = max(m for m in old_bad.not_ready) + 1
+    back1 = max(m for m in bad.not_ready) + 1
+    sc.attempt(spec, 1, -600, r0, nodes, failed_at={3: math.ceil(ep0)})
+    sc.attempt(spec, 2, r0, r1, nodes, running_from={3: back0}, failed_at={1: math.ceil(ep1)})
+    sc.attempt(spec, 3, r1, None, nodes, running_from={1: back1})
+    sc.training_noise(spec, "hf")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_maintenance() -> Scenario:
+    ctx = Context(project="northwind-ai", location="us-east4", zone="us-east4-a",
+                  cluster="h100-train-east", namespace="research", workload="dit-xl-diffusion",
+                  issue_time="2026-06-08T03:05:00Z")
+    sc = Scenario(
+        "maintenance",
+        "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
+        "nodes go through Compute Engine host maintenance (MaintenanceEvent 'HW/SW "
+        "Maintenance', compute.instances.terminateOnHostMaintenance) at T-17m and T+4m; each "
+        "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
+        "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
+        "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
+        ctx, expect("maintenance", "plan_maintenance"))
+    nodes = sc.add_pool(
+        "a3-pool", "a3-highgpu-8g", 4, hosts=True, labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020), taints=GPU_TAINT)
+    nodes[2].labels["cloud.google.com/scheduled-maintenance-time"] = str(
+        ctx.t_ns // NS + 5 * 86400 + 7200)
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="workers", replicas=2, parallelism=2, container="dit",
+        image="us-east4-docker.pkg.dev/northwind-ai/vision/dit-train:1.8.0",
+        resources={"nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    m1, m2 = -17.4, 3.7
+    r1, r2 = -15, 6
+    sc.add_jobset(spec, 3, [r1, r2])
+    sc.maintenance(nodes[1], m1)
+    sc.maintenance(nodes[3], m2)
+    back1 = max(nodes[1].not_ready) + 1
+    back2 = max(nodes[3].not_ready) + 1
+    sc.attempt(spec, 3, -900, r1, nodes, failed_at={1: math.ceil(m1 + 0.2)})
+    sc.attempt(spec, 4, r1, r2, nodes, running_from={1: back1},
+               failed_at={3: math.ceil(m2 + 0.2)})
+    sc.attempt(spec, 5, r2, None, nodes, running_from={3: back2})
+    sc.interruption_constant("a3-pool", "MaintenanceEvent", "AutoUpgrade", 4)
+    sc.training_noise(spec, "diffusion")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_capacity() -> Scenario:
+    ctx = Context(project="acme-ml-platform", location="us-east5", zone="us-east5-b",
+                  cluster="tpu-v6e-cluster", namespace="default",
+                  workload="maxtext-v6e-pretrain", issue_time="2026-02-14T11:20:00Z")
+    sc = Scenario(
+        "capacity",
+        "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
+        "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
+        "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
+        "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
+        "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
+        "constant AutoUpgrade series).",
+        ctx, expect("capacity", "add_capacity"))
+    tpu = sc.add_pool(
+        "v6e-pool", "ct6e-standard-4t", 4, hosts=True, labels=tpu_labels("tpu-v6e-slice", "4x4"),
+        capacity=tpu_capacity(180, 739695076), taints=TPU_TAINT)
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="maxtext",
+        image="us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10",
+        resources={"google.com/tpu": "4"},
+        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                       "cloud.google.com/gke-tpu-topology": "4x4"},
+        tolerations=TPU_TOLERATION,
+    )
+    other = JobSetSpec(
+        name="priority-eval", rjob="eval", replicas=1, parallelism=4, container="eval",
+        image="us-docker.pkg.dev/acme-ml-platform/eval/harness:3.2.1",
+        resources={"google.com/tpu": "4"}, node_selector=dict(spec.node_selector),
+        tolerations=TPU_TOLERATION, priority_class="high-priority-eval",
+    )
+    r0, r1 = -41, -27
+    sc.add_jobset(spec, 9, [r0, r1])
+    sc.add_jobset(other, 0, [])
+    msg = ("0/4 nodes are available: 4 Insufficient google.com/tpu. preemption: 0/4 nodes "
+           "are available: 4 No preemption victims found for incoming pod.")
+    sc.attempt(spec, 9, -700, r0, tpu, failed_at={3: r0 - 1})
+    sc.attempt(spec, 10, r0, r1, tpu, failed_at={2: r1 - 1})
+    pending = sc.attempt(spec, 11, r1, None, tpu,
+                         running_from={g: None for g in range(4)},
+                         unsched={g: (r1, LAST_MINUTE + 1) for g in range(4)},
+                         sched_message=msg)
+    evals = sc.attempt(other, 0, -28, None, tpu, running_from={g: -26 for g in range(4)},
+                       unsched={g: (-28, -27) for g in range(4)}, sched_message=msg)
+    for g, pod in enumerate(evals):
+        sc.event_pod(pod, -27.8 + 0.01 * g, "FailedScheduling", msg,
+                     component="default-scheduler", etype="Warning")
+        sc.event_pod(pod, -26.6 + 0.01 * g, "Scheduled",
+                     f"Successfully assigned {pod.namespace}/{pod.name} to {tpu[g].name}",
+                     component="default-scheduler")
+    for g, pod in enumerate(pending):
+        first = r1 + 0.08 + 0.01 * g
+        times = [first, first + 1.0, first + 3.1, first + 8.2, first + 18.4, first + 38.6]
+        for count, m in enumerate(times, start=1):
+            if m > LAST_MINUTE:
+                break
+            sc.event_pod(pod, m, "FailedScheduling", msg, component="default-scheduler",
+                         etype="Warning", count=count, first_m=first)
+    sc.training_noise(spec, "maxtext")
+    sc.kubelet_noise()
+    return sc
+
+
+def nccl_failure_lines(ctx: Context, pod: Pod, m: float, seq: int) -> list[tuple[int, str]]:
+    """(entry time ns, text) of what a torchrun rank-0 container prints on a watchdog timeout.
+
+    The time printed inside a line is a few milliseconds before the entry's timestamp.
+    """
+    t = ctx.at(m, "nccl", pod.name)
+    pid = rand_int(2000, 9000, "pid", pod.name)
+    ms = 1_000_000
+    raw: list[tuple[int, str]] = [
+        (t, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            "NumelIn=268435456, NumelOut=268435456, Timeout(ms)=600000) ran for "
+            f"{600000 + rand_int(20, 120, 'ran', seq)} milliseconds before timing out."),
+        (t + 2 * ms, f"{c10_prefix(0, 'E', t + 2 * ms, 'ProcessGroupNCCL.cpp:1664')} "
+                     f"[PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error or "
+                     f"timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: "
+                     f"{seq}, last completed NCCL work: {seq - 1}."),
+        (t + 3 * ms, f"{c10_prefix(0, 'E', t + 3 * ms, 'ProcessGroupNCCL.cpp:1709')} "
+                     "Some NCCL operations have failed or timed out. Due to the asynchronous "
+                     "nature of CUDA kernels, subsequent GPU operations might run on "
+                     "corrupted/incomplete data."),
+        (t + 4 * ms, f"{c10_prefix(0, 'E', t + 4 * ms, 'ProcessGroupNCCL.cpp:1715')} To "
+                     "avoid data inconsistency, we are taking the entire process down."),
+        (t + 9 * ms, "terminate called after throwing an instance of 'c10::DistBackendError'"),
+        (t + 6812 * ms, f"[{py_stamp(t + 6812 * ms)}] "
+                        "torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                        f"(exitcode: -6) local_rank: 0 (pid: {pid}) of binary: "
+                        "/usr/bin/python3"),
+        (t + 7390 * ms, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "),
+        (t + 7391 * ms, f"train.py FAILED\n  time      : {dt(t):%Y-%m-%d_%H:%M:%S}\n"
+                        f"  host      : {pod.name}\n"
+                        f"  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: {pid})\n"
+                        f"  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by "
+                        f"PID {pid}"),
+    ]
+    return [(at + rand_int(400_000, 3_000_000, "lag", at), text) for at, text in raw]
+
+
+def scenario_nccl_hang() -> Scenario:
+    ctx = Context(project="neox-research-7781", location="us-central1-a", zone="us-central1-a",
+                  cluster="a100-cluster", namespace="llm", workload="gpt-neox-pretrain",
+                  issue_time="2026-01-27T16:48:00Z")
+    sc = Scenario(
+        "nccl-application-hang",
+        "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
+        "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
+        "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
+        "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
+        "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
+        "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
+        "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
+        "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
+        ctx, expect("application", "inspect_application"))
+    nodes = sc.add_pool(
+        "a100-pool", "a2-ultragpu-8g", 4, labels=gpu_labels("nvidia-a100-80gb"),
+        capacity=gpu_capacity(96, 1391821596), taints=GPU_TAINT)
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="workers", replicas=1, parallelism=4, container="pytorch",
+        image="us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124",
+        resources={"nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"},
+        tolerations=GPU_TOLERATION, coordinator_label=True,
+    )
+    restarts = [-39, -19, 1, 21]  # -39 is before the window
+    sc.add_jobset(spec, 1, restarts)
+    starts = [-300, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {g: end - 1 for g in range(4)} if end is not None else None
+        sc.attempt(spec, 1 + k, start, end, nodes, failed_at=failed)
+    sc.training_noise(spec, "megatron", every=3, quiet=[(r - 12, r) for r in restarts])
+    for k, r in enumerate(restarts):
+        fail_m = r - 1.6
+        pod = sc.coordinator_at(spec, fail_m)
+        assert pod is not None
+        seq = 48000 + 213 * k
+        for at, text in nccl_failure_lines(ctx, pod, fail_m, seq):
+            sc.container_log(pod, fail_m, text, stderr=True, at_ns=at)
+        worker = next(p for p in sc.pods if p.attempt == pod.attempt and p.p == 2)
+        tw = ctx.at(fail_m - 0.05, "wk", worker.name)
+        rank = 16
+        for offset, text in (
+            (0, f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
+                "send, connection reset by peer"),
+            (4, f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
+                f"allreduce/{seq} timeout after 600 seconds"),
+            (9, f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
+                f"[ERROR] Child process {rand_int(2000, 9000, 'cp', worker.name)} died with "
+                "exit code 1"),
+        ):
+            at = tw + offset * NS + rand_int(400_000, 3_000_000, "lag", tw, offset)
+            sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_no_restarts() -> Scenario:
+    ctx = Context(project="acme-ml-platform", location="us-central2-b", zone="us-central2-b",
+                  cluster="tpu-v4-research", namespace="team-nlp", workload="t5-xxl-pretrain",
+                  issue_time="2026-07-03T09:00:00Z")
+    sc = Scenario(
+        "no-restarts",
+        "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
+        "4 from T-62m on (the last restart happened before the window) and flat through the "
+        "window, so there is no restart loop. Another JobSet in the same namespace "
+        "(data-prep-sharder) does restart inside the window and must be ignored.",
+        ctx, expect("no_restart_loop", "none", loop=False))
+    tpu = sc.add_pool(
+        "v4-pool", "ct4p-hightpu-4t", 4, labels=tpu_labels("tpu-v4-podslice", "2x2x4"),
+        capacity=tpu_capacity(240, 421573588), taints=TPU_TAINT)
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="t5x",
+        image="us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3",
+        resources={"google.com/tpu": "4"},
+        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
+                       "cloud.google.com/gke-tpu-topology": "2x2x4"},
+        tolerations=TPU_TOLERATION,
+    )
+    sc.add_jobset(spec, 3, [-62])
+    sc.restarts["data-prep-sharder"] = (0, [-12, 9])
+    sc.attempt(spec, 3, -800, -62, tpu, failed_at={1: -63})
+    sc.attempt(spec, 4, -62, None, tpu)
+    sc.interruption_constant("v4-pool", "MaintenanceEvent", "AutoUpgrade", 1)
+    sc.training_noise(spec, "jax")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_unknown() -> Scenario:
+    ctx = Context(project="orbital-ml-dev", location="asia-southeast1",
+                  zone="asia-southeast1-b", cluster="l4-dev-cluster", namespace="default",
+                  workload="whisper-large-ft", issue_time="2026-09-15T23:55:00Z")
+    sc = Scenario(
+        "unknown",
+        "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
+        "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
+        "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
+        "The data crosses midnight UTC.",
+        ctx, expect("unknown", "inspect_application"))
+    nodes = sc.add_pool(
+        "l4-pool", "g2-standard-48", 4, labels=gpu_labels("nvidia-l4", 4),
+        capacity=gpu_capacity(48, 197972452, 4), taints=GPU_TAINT)
+    spec = JobSetSpec(
+        name=ctx.workload, rjob="workers", replicas=1, parallelism=4, container="trainer",
+        image="asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1",
+        resources={"nvidia.com/gpu": "4"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-l4"},
+        tolerations=GPU_TOLERATION,
+    )
+    r1, r2 = -14, 12
+    sc.add_jobset(spec, 0, [r1, r2])
+    sc.attempt(spec, 0, -200, r1, nodes, failed_at={3: r1 - 1})
+    sc.attempt(spec, 1, r1, r2, nodes, failed_at={0: r2 - 1})
+    sc.attempt(spec, 2, r2, None, nodes)
+    sc.training_noise(spec, "hf", every=3)
+    for k, r in enumerate((r1, r2)):
+        pod = next(p for p in sc.pods if p.attempt == k and p.p == (3 if k == 0 else 0))
+        sc.container_log(pod, r - 1.4,
+                         "UserWarning: torch.utils.checkpoint: the use_reentrant parameter "
+                         "should be passed explicitly.", stderr=True, key="warn")
+        sc.container_log(pod, r - 1.2,
+                         "audio shard gs://orbital-ml-dev-asr/shards/train-00417.tar: 3 "
+                         "samples skipped (empty transcript)", key="skip")
+        sc.event_pod(pod, r - 0.6, "Killing", f"Stopping container {spec.container}",
+                     component="kubelet")
+    sc.kubelet_noise(every=13)
+    return sc
+
+
+SCENARIOS: list[Callable[[], Scenario]] = [
+    scenario_spot_preemption,
+    scenario_faulty_host,
+    scenario_single_node_failure,
+    scenario_maintenance,
+    scenario_capacity,
+    scenario_nccl_hang,
+    scenario_no_restarts,
+    scenario_unknown,
+]
+
+
+# --- golden signal fixtures -----------------------------------------------------------
+
+
+def build_signals() -> dict[str, dict[str, Any]]:
+    ctx = Context(project="customer-ai-project-123", location="us-east5", zone="us-east5-a",
+                  cluster="tpu-cluster-prod", namespace="default",
+                  workload="llama3-70b-training", issue_time="2026-05-20T08:15:00Z")
+    sc = Scenario("signals", "", ctx, {})
+    tpu = sc.add_pool("tpu-pool", "ct5p-hightpu-4t", 4, pool_hash="3f9a2b1c",
+                      suffixes=["m4p8", "r2d6", "x7k2", "w9c3"], hosts=True,
+                      host_ids={2: FAULTY_HOST})
+    node = tpu[2]
+    tspec = JobSetSpec(
+        name="llama3-70b-training", rjob="slice", replicas=2, parallelism=2,
+        container="maxtext", image="us-docker.pkg.dev/x/maxtext:1",
+        resources={"google.com/tpu": "4"}, node_selector={}, tolerations=[],
+    )
+    tpods = sc.attempt(tspec, 3, -30, None, tpu)
+    gctx = Context(project="neox-research-7781", location="us-central1-a",
+                   zone="us-central1-a", cluster="a100-cluster", namespace="llm",
+                   workload="gpt-neox-pretrain", issue_time="2026-01-27T16:48:00Z")
+    gs = Scenario("signals-gpu", "", gctx, {})
+    gnodes = gs.add_pool("a100-pool", "a2-ultragpu-8g", 4)
+    gspec = JobSetSpec(
+        name="gpt-neox-pretrain", rjob="workers", replicas=1, parallelism=4,
+        container="pytorch", image="x", resources={"nvidia.com/gpu": "8"}, node_selector={},
+        tolerations=[], coordinator_label=True,
+    )
+    gpods = gs.attempt(gspec, 2, -30, None, gnodes)
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(name: str, entry: dict[str, Any], **exp: Any) -> None:
+        out[name] = {"entry": entry, "expect": exp}
+
+    node_exp = {"node": node.name, "cluster": ctx.cluster}
+
+    # --- interruptions
+    add("preemption_gke_nodepool", sc.pool_log(
+        node, -3.1, f"PreemptionEvent: Node '{node.name}' in node pool 'tpu-pool' was "
+        "preempted."), kind="preemption", node_pool="tpu-pool", **node_exp)
+    add("preemption_gce_audit", sc.audit(node, -3.2, "compute.instances.preempted"),
+        kind="preemption", instance=node.name, node=node.name, zone=ctx.zone)
+    add("maintenance_gke_nodepool", sc.pool_log(
+        node, -2.9, f"MaintenanceEvent: Node '{node.name}' in node pool 'tpu-pool' is "
+        "undergoing host maintenance."), kind="maintenance", node_pool="tpu-pool", **node_exp)
+    add("maintenance_gce_migrate_on_host_maintenance",
+        sc.audit(node, -2.8, "compute.instances.migrateOnHostMaintenance"),
+        kind="maintenance", instance=node.name, node=node.name, zone=ctx.zone)
+    add("maintenance_gce_terminate_on_host_maintenance",
+        sc.audit(node, -2.7, "compute.instances.terminateOnHostMaintenance"),
+        kind="maintenance", instance=node.name, node=node.name, zone=ctx.zone)
+    add("termination_k8s_node_host_error", sc.termination_log(node, -2.5),
+        kind="termination", reason="Host Error", **node_exp)
+    # --- host faults
+    add("host_error_gce_audit", sc.audit(node, -2.6, "compute.instances.hostError"),
+        kind="host_error", instance=node.name, node=node.name, zone=ctx.zone)
+    add("automatic_restart_gce_audit", sc.audit(node, -1.2, "compute.instances.automaticRestart"),
+        kind="automatic_restart", instance=node.name, node=node.name, zone=ctx.zone)
+    add("guest_terminate_gce_audit", sc.audit(node, -1.0, "compute.instances.guestTerminate"),
+        kind="guest_terminate", instance=node.name, node=node.name, zone=ctx.zone)
+    add("node_not_ready_event_node_controller", sc.event_node(
+        node, -2.4, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"),
+        kind="node_not_ready", **node_exp)
+    add("node_not_ready_event_kubelet", sc.event_node(
+        node, -2.3, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady",
+        component="kubelet"), kind="node_not_ready", **node_exp)
+    add("kernel_panic_node_journal", sc.kernel_line(
+        node, -2.7, "Kernel panic - not syncing: Fatal exception in interrupt", key="panic"),
+        kind="kernel_panic", **node_exp)
+    add("kernel_bug_paging_request", sc.kernel_line(
+        node, -2.75, "BUG: unable to handle kernel paging request at 0000000000002008",
+        key="bug"), kind="kernel_bug", **node_exp)
+    add("hardware_failure_apei", sc.kernel_line(
+        node, -2.76, "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
+        "Source: 0", key="apei"), kind="hardware_failure", **node_exp)
+    at = ctx.at(-2.77, "npd-hw")
+    add("hardware_failure_npd_status", sc.node_log(
+        node, at, f"{glog_prefix('I', at, 1893, 'log_monitor.go:159')} New status generated: "
+        "&{Source:kernel-monitor Events:[{Severity:warn Timestamp:"
+        f"{dt(at):%Y-%m-%d %H:%M:%S} +0000 UTC Reason:HardwareFailure Message:hardware "
+        "failure detected on TPU chip 2 (PCIe link down)}] Conditions:[]}",
+        log_id="node-problem-detector", severity="WARNING"),
+        kind="hardware_failure", **node_exp)
+    add("node_problem_detector_exit", sc.kernel_line(
+        node, -2.74, "node-problem-detector.service: Main process exited, code=exited, "
+        "status=1/FAILURE", key="npd", ident="systemd[1]"),
+        kind="node_problem_detector_exit", **node_exp)
+
+    # --- workload faults
+    coord, g1, g2 = gpods[0], gpods[1], gpods[2]
+
+    def pod_exp(pod: Pod, cluster: str, workload: str) -> dict[str, Any]:
+        return {"pod": pod.name, "workload": workload, "cluster": cluster,
+                "coordinator": pod.coordinator, "node": pod.node.name if pod.node else None}
+
+    t = gctx.at(-1.0, "watchdog")
+    add("nccl_timeout_watchdog_coordinator", gs.container_log(
+        coord, -1.0, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog "
+        "caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, "
+        "NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600081 "
+        "milliseconds before timing out.", stderr=True),
+        kind="nccl_timeout", **pod_exp(coord, gctx.cluster, gctx.workload))
+    t = gctx.at(-0.9, "warn")
+    add("nccl_timeout_warn_collective_worker", gs.container_log(
+        g1, -0.9, f"[rank8]:[{py_stamp(t)}] NCCL WARN: Collective collectiveName/1234567890abcde "
+        "timeout after 1800 seconds", stderr=True),
+        kind="nccl_timeout", **pod_exp(g1, gctx.cluster, gctx.workload))
+    t = gctx.at(-0.95, "some")
+    add("nccl_timeout_some_operations_failed", gs.container_log(
+        coord, -0.95, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:1709')} Some NCCL "
+        "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+        "subsequent GPU operations might run on corrupted/incomplete data.", stderr=True),
+        kind="nccl_timeout", **pod_exp(coord, gctx.cluster, gctx.workload))
+    t = gctx.at(-0.8, "reset")
+    add("connection_reset_proxy_coordinator", gs.container_log(
+        coord, -0.8, f"[rank0]:[{py_stamp(t)}] NCCL WARN : [Proxy Service] Failed to send, "
+        "connection reset by peer", stderr=True),
+        kind="connection_reset", **pod_exp(coord, gctx.cluster, gctx.workload))
+    t = gctx.at(-0.7, "reset2")
+    add("connection_reset_non_coordinator_with_coordinator_label", gs.container_log(
+        g2, -0.7, f"[rank16]:[{py_stamp(t)}] NCCL WARN NET/Socket : peer 10.8.1.14<43117> "
+        "message truncated; recv() failed: connection reset by peer", stderr=True),
+        kind="connection_reset", **pod_exp(g2, gctx.cluster, gctx.workload))
+    t = gctx.at(-0.6, "died")
+    add("worker_crash_child_process_died", gs.container_log(
+        coord, -0.6, f"[rank0]:[{py_stamp(t)}] torch.distributed.elastic.multiprocessing.api: "
+        "[ERROR] Child process 12345 died with exit code 1", stderr=True),
+        kind="worker_crash", **pod_exp(coord, gctx.cluster, gctx.workload))
+    add("worker_crash_child_failed_error", gs.container_log(
+        g1, -0.5, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        stderr=True), kind="worker_crash", **pod_exp(g1, gctx.cluster, gctx.workload))
+    add("dist_backend_error", gs.container_log(
+        coord, -0.4, "torch.distributed.DistBackendError: NCCL error in: "
+        "../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled system error (run with "
+        "NCCL_DEBUG=INFO for details), NCCL version 2.21.5", stderr=True),
+        kind="dist_backend_error", **pod_exp(coord, gctx.cluster, gctx.workload))
+    t = ctx.at(-0.3, "mega")
+    add("megascale_hang_detected", sc.container_log(
+        tpods[0], -0.3, f"{glog_prefix('E', t, 3011, 'megascale_runtime.cc:412')} MegaScale "
+        "hang detected: no progress on DCN collective all-reduce.17 (slice 1 -> slice 0) for "
+        "300s", stderr=True),
+        kind="megascale_hang", **pod_exp(tpods[0], ctx.cluster, ctx.workload))
+    t = ctx.at(-0.25, "mega2")
+    add("megascale_timed_out_waiting", sc.container_log(
+        tpods[3], -0.25, f"{glog_prefix('F', t, 3011, 'megascale_transport.cc:207')} "
+        "Megascale: RecvOp timed out waiting for data from slice 0 worker 1 after 600s",
+        stderr=True), kind="megascale_hang", **pod_exp(tpods[3], ctx.cluster, ctx.workload))
+
+    # --- scheduling and controllers
+    pending = sc.attempt(tspec, 4, 0, None, tpu, running_from={0: None},
+                         unsched={0: (0, 30)})[0]
+    add("unschedulable_tpu", sc.event_pod(
+        pending, 0.2, "FailedScheduling",
+        "0/8 nodes are available: 8 Insufficient google.com/tpu. preemption: 0/8 nodes are "
+        "available: 8 No preemption victims found for incoming pod.",
+        component="default-scheduler", etype="Warning"),
+        kind="unschedulable", pod=pending.name, cluster=ctx.cluster)
+    gpending = gs.attempt(gspec, 3, 0, None, gnodes, running_from={1: None},
+                          unsched={1: (0, 30)})[1]
+    add("unschedulable_gpu", gs.event_pod(
+        gpending, 0.3, "FailedScheduling",
+        "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 4 "
+        "Insufficient nvidia.com/gpu. preemption: 0/5 nodes are available: 1 Preemption is "
+        "not helpful for scheduling, 4 No preemption victims found for incoming pod.",
+        component="default-scheduler", etype="Warning", count=3, first_m=-4.0),
+        kind="unschedulable", pod=gpending.name, cluster=gctx.cluster)
+    for kind, job, msg_kind in (("PyTorchJob", "bert-large-ddp", "Worker"),
+                                ("TFJob", "resnet50-ps", "Worker")):
+        at = gctx.at(-0.2, kind)
+        payload = k8s_event_payload(
+            involved={"apiVersion": "kubeflow.org/v1", "kind": kind, "name": job,
+                      "namespace": "kubeflow-jobs", "uid": rand_uuid(kind, job),
+                      "resourceVersion": "81723311"},
+            reason=f"{kind}Restarting",
+            message=f"{kind} kubeflow-jobs/{job} is restarting because 1 {msg_kind} "
+                    "replica(s) failed.",
+            component=f"{kind.lower()}-controller", etype="Warning",
+            first_ns=at, last_ns=at, count=1, namespace="kubeflow-jobs")
+        add(f"job_restarting_{kind.lower()}", gs.event(
+            "k8s_cluster", {"cluster_name": gctx.cluster, "location": gctx.location,
+                            "project_id": gctx.project}, -0.2, payload, "WARNING"),
+            kind="job_restarting", workload=job, cluster=gctx.cluster)
+
+    # --- unrecognized
+    add("unrecognized_training_step", sc.container_log(
+        tpods[0], -5.0, train_line("maxtext", 41200, tpods[0], ctx)),
+        kind="unrecognized", **pod_exp(tpods[0], ctx.cluster, ctx.workload))
+    add("unrecognized_nccl_info", gs.container_log(
+        g1, -6.0, f"{g1.name}:412:980 [0] NCCL INFO Bootstrap : Using eth0:10.8.1.14<0>"),
+        kind="unrecognized", **pod_exp(g1, gctx.cluster, gctx.workload))
+    sched_node = tpods[1].node.name if tpods[1].node else ""
+    add("unrecognized_scheduled_event", sc.event_pod(
+        tpods[1], -30.0, "Scheduled",
+        f"Successfully assigned default/{tpods[1].name} to {sched_node}",
+        component="default-scheduler"),
+        kind="unrecognized", pod=tpods[1].name, cluster=ctx.cluster)
+    add("unrecognized_kubelet_journal", sc.kubelet_journal(
+        node, -4.0, "\"Image garbage collection succeeded\" freedBytes=0",
+        "image_gc_manager.go:392"), kind="unrecognized", **node_exp)
+    add("unrecognized_node_ready_event", sc.event_node(
+        node, -1.5, "NodeReady", f"Node {node.name} status is now: NodeReady",
+        component="kubelet"), kind="unrecognized", **node_exp)
+    return out
+
+
+# --- main -----------------------------------------------------------------------------
+
+
+def write_scenarios() -> None:
+    for build in SCENARIOS:
+        sc = build()
+        sizes = sc.write(HERE)
+        total = sum(sizes.values())
+        print(f"{sc.slug:24s} {total / 1024:7.1f} KiB  "
+              + "  ".join(f"{k}={v // 1024}K" for k, v in sizes.items()))
+
+
+def write_signals() -> None:
+    SIGNALS_DIR.mkdir(parents=True, exist_ok=True)
+    fixtures = build_signals()
+    for name, body in sorted(fixtures.items()):
+        (SIGNALS_DIR / f"{name}.json").write_text(dump(body), encoding="utf-8")
+    print(f"{len(fixtures)} signal fixtures -> {SIGNALS_DIR.relative_to(REPO)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--scenarios-only", action="store_true")
+    group.add_argument("--signals-only", action="store_true")
+    args = parser.parse_args()
+    if not args.signals_only:
+        write_scenarios()
+    if not args.scenarios_only:
+        write_signals()
+
+
+if __name__ == "__main__":
+    main()
