@@ -283,6 +283,11 @@ class _Episode:
     kinds: set[str]
     excerpts: list[str]
     sources: set[str]
+    first: datetime | None = None
+
+    @property
+    def began(self) -> datetime:
+        return min(self.first or self.start, self.start)
 
 
 def not_ready_runs(series: Iterable[Series]) -> dict[str, list[tuple[datetime, datetime | None]]]:
@@ -358,26 +363,26 @@ def _step3(
         if episode is None:
             episode = _Episode(sig.node, sig.timestamp, None, set(), [], set())
             episodes.append(episode)
-        elif sig.timestamp < episode.start and episode.end is None:
-            episode.start = sig.timestamp
+        # Kernel lines usually precede the NotReady sample: the failure began with them.
+        episode.first = min(episode.first or episode.start, sig.timestamp)
         episode.kinds.add(sig.kind.value)
         episode.sources.add(log_source)
         if sig.excerpt and len(episode.excerpts) < 3:
             episode.excerpts.append(sig.excerpt)
 
     counted: list[_Episode] = []
-    for episode in sorted(episodes, key=lambda e: (e.node, e.start)):
-        if not ctx.in_window(episode.start):
+    for episode in sorted(episodes, key=lambda e: (e.node, e.began)):
+        if not ctx.in_window(episode.began):
             continue
         explained_at = [
             t
             for t in interruptions.explained_nodes.get(episode.node, ())
-            if abs(t - episode.start) <= th.merge_window
+            if abs(t - episode.began) <= th.merge_window
         ]
         if explained_at:
             notes.add(
                 3,
-                f"Node {episode.node} went down at {_hm(episode.start)}, explained by a "
+                f"Node {episode.node} went down at {_hm(episode.began)}, explained by a "
                 "preemption or maintenance event: not counted against its host.",
                 RootCause.FAULTY_HOST,
                 supports=False,
@@ -397,7 +402,7 @@ def _step3(
             for r in ev.host_history
             if r.host == host
             and ctx.start_time - th.host_history <= r.at <= ctx.end_time
-            and all(abs(r.at - e.start) > th.merge_window for e in host_episodes)
+            and all(abs(r.at - e.began) > th.merge_window for e in host_episodes)
         ]
         failures = len(host_episodes) + len(past)
         node_names = sorted({e.node for e in host_episodes} | {r.node for r in past if r.node})
@@ -413,18 +418,18 @@ def _step3(
             node_pool=next((i.node_pool for i in infos if i.node_pool), None)
             or next((s.node_pool for s in signals if s.node in node_names and s.node_pool), None),
             host_known=known,
-            first_failure=min([e.start for e in host_episodes] + [r.at for r in past]),
-            last_failure=max([e.start for e in host_episodes] + [r.at for r in past]),
+            first_failure=min([e.began for e in host_episodes] + [r.at for r in past]),
+            last_failure=max([e.began for e in host_episodes] + [r.at for r in past]),
             episodes=tuple(
                 FailureEpisode(
                     e.node,
                     host,
-                    e.start,
+                    e.began,
                     tuple(sorted(e.kinds)),
                     tuple(e.excerpts),
                     ",".join(sorted(e.sources)),
                 )
-                for e in sorted(host_episodes, key=lambda e: e.start)
+                for e in sorted(host_episodes, key=lambda e: e.began)
             ),
         )
         suspects.append(suspect)
@@ -432,7 +437,7 @@ def _step3(
         for e in host_episodes:
             notes.add(
                 3,
-                f"Node {e.node} failed at {_hm(e.start)} ({', '.join(sorted(e.kinds))}) on "
+                f"Node {e.node} failed at {_hm(e.began)} ({', '.join(sorted(e.kinds))}) on "
                 f"{label} {host}.",
                 RootCause.HOST_ERROR,
                 source=",".join(sorted(e.sources)),
