@@ -35,8 +35,13 @@ def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, A
 def test_bundled_scenarios_cover_every_root_cause() -> None:
     causes = {json.loads(p.read_text())["expect"]["root_cause"] for p in SCENARIOS}
     assert causes >= {
-        "spot_preemption", "faulty_host", "host_error", "maintenance", "capacity",
-        "application", "no_restart_loop",
+        "spot_preemption",
+        "faulty_host",
+        "host_error",
+        "maintenance",
+        "capacity",
+        "application",
+        "no_restart_loop",
     }
 
 
@@ -76,8 +81,14 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
         ["diagnose", *context_args(spec), "--telemetry", str(scenario.parent), "--format", "json"],
     )
     assert set(out) >= {
-        "context", "restart_loop", "root_cause", "remediation", "suspect_hosts", "steps",
-        "evidence", "ticket_draft",
+        "context",
+        "restart_loop",
+        "root_cause",
+        "remediation",
+        "suspect_hosts",
+        "steps",
+        "evidence",
+        "ticket_draft",
     }
     assert set(out["context"]) >= {"start_time", "end_time"}
     assert set(out["remediation"]) >= {"path", "risk", "requires_approval", "actions"}
@@ -95,8 +106,17 @@ def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_window_is_issue_time_plus_minus_thirty_minutes(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(
         capsys,
-        ["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
-         "2026-05-20T08:00:00+02:00", "--format", "json"],
+        [
+            "diagnose",
+            "--cluster",
+            "c",
+            "--workload",
+            "w",
+            "--issue-time",
+            "2026-05-20T08:00:00+02:00",
+            "--format",
+            "json",
+        ],
     )
     assert out["context"]["start_time"] == "2026-05-20T05:30:00Z"
     assert out["context"]["end_time"] == "2026-05-20T06:30:00Z"
@@ -112,7 +132,9 @@ def test_missing_flags_are_all_named_and_nothing_runs(capsys: pytest.CaptureFixt
     assert captured.err.count("\n") == 1
 
 
-@pytest.mark.parametrize("when", ["10 minutes ago", "now", "yesterday", "2026-05-20 08:00"])
+@pytest.mark.parametrize(
+    "when", ["10 minutes ago", "now", "yesterday", "2026-05-20 08:00", "2026-05-20T08:00:00+0530"]
+)
 def test_relative_or_vague_time_is_refused(when: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time", when]) == 2
     err = capsys.readouterr().err
@@ -136,24 +158,76 @@ def test_missing_files_make_steps_unavailable_but_diagnosis_continues(
     assert out["partial"] is True
 
 
-def test_unreadable_telemetry_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "metrics.om").write_text("kube_jobset_restarts{jobset_name=\"w\"} 1\n")
-    code = main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
-                 "2026-05-20T08:00:00Z", "--telemetry", str(tmp_path)])
+@pytest.mark.parametrize(
+    ("files", "words"),
+    [
+        ({"metrics.om": 'kube_jobset_restarts{jobset_name="w"} 1\n# EOF\n'}, "metrics.om line 1"),
+        ({"metrics.om": 'kube_jobset_restarts{jobset_name="w"} 1 1716190000\n'}, "# EOF"),
+        ({"metrics.om": "kube_jobset_restarts{jobset_name=w} 1 1716190000\n# EOF\n"}, "labels"),
+        ({"logs.json": '[{"insertId": "a",'}, "logs.json: invalid JSON at line 1"),
+        ({"pods.json": '"hello"'}, "pods.json: expected the output of 'kubectl get pods"),
+        ({"nodes.json": "{oops"}, "nodes.json: invalid JSON"),
+    ],
+)
+def test_unreadable_telemetry_file_is_bad_input(
+    files: dict[str, str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    code = main(
+        [
+            "diagnose",
+            "--cluster",
+            "c",
+            "--workload",
+            "w",
+            "--issue-time",
+            "2026-05-20T08:00:00Z",
+            "--telemetry",
+            str(tmp_path),
+        ]
+    )
     assert code == 2
-    assert "metrics.om line 1" in capsys.readouterr().err
+    assert words in capsys.readouterr().err
 
 
-def test_bad_log_entries_are_skipped_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_log_entries_are_skipped_and_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "extra.jsonl").write_text('{"nope": 1}\nnot json\n')
-    out = run_json(capsys, ["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
-                            "2026-05-20T08:00:00Z", "--telemetry", str(tmp_path), "--format", "json"])
+    out = run_json(
+        capsys,
+        [
+            "diagnose",
+            "--cluster",
+            "c",
+            "--workload",
+            "w",
+            "--issue-time",
+            "2026-05-20T08:00:00Z",
+            "--telemetry",
+            str(tmp_path),
+            "--format",
+            "json",
+        ],
+    )
     assert any("2 log entr" in f["message"] for f in out["evidence"])
 
 
 def test_telemetry_dir_must_exist(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["diagnose", "--cluster", "c", "--workload", "w", "--issue-time",
-                 "2026-05-20T08:00:00Z", "--telemetry", "/nonexistent/dir"])
+    code = main(
+        [
+            "diagnose",
+            "--cluster",
+            "c",
+            "--workload",
+            "w",
+            "--issue-time",
+            "2026-05-20T08:00:00Z",
+            "--telemetry",
+            "/nonexistent/dir",
+        ]
+    )
     assert code == 2
     assert "/nonexistent/dir" in capsys.readouterr().err
 
@@ -162,8 +236,12 @@ def test_telemetry_dir_must_exist(capsys: pytest.CaptureFixture[str]) -> None:
 def test_human_formats_lead_with_the_verdict(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = next(p for p in SCENARIOS if "faulty" in p.parent.name)
     spec = json.loads(scenario.read_text())
-    assert main(["diagnose", *context_args(spec), "--telemetry", str(scenario.parent),
-                 "--format", fmt]) == 0
+    assert (
+        main(
+            ["diagnose", *context_args(spec), "--telemetry", str(scenario.parent), "--format", fmt]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert "faulty_host" in first
@@ -175,8 +253,20 @@ def test_human_formats_lead_with_the_verdict(fmt: str, capsys: pytest.CaptureFix
 def test_queries_command_fills_known_values_and_keeps_placeholders(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["queries", "--cluster", "prod", "--issue-time", "2026-05-20T08:00:00Z",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "queries",
+                "--cluster",
+                "prod",
+                "--issue-time",
+                "2026-05-20T08:00:00Z",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     queries = json.loads(capsys.readouterr().out)
     texts = "\n".join(q["text"] for q in queries)
     assert 'cluster="prod"' in texts
@@ -197,3 +287,104 @@ def test_console_script_is_installed() -> None:
     result = subprocess.run([str(CLI), "diagnose"], capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "--cluster, --workload, --issue-time" in result.stderr
+
+
+def _copy_scenario(name: str, dest: Path) -> dict[str, Any]:
+    source = ROOT / "examples" / "telemetry" / name
+    shutil.copytree(source, dest, dirs_exist_ok=True)
+    spec: dict[str, Any] = json.loads((source / "scenario.json").read_text())
+    return spec
+
+
+def test_the_same_entry_in_two_files_counts_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _copy_scenario("maintenance", tmp_path)
+    (tmp_path / "metrics.om").unlink()
+    entries = json.loads((tmp_path / "logs.json").read_text())
+    sink = tmp_path / "sink" / "2026" / "06" / "08"
+    sink.mkdir(parents=True)
+    # Cloud Storage sink layout: newline-delimited LogEntries in *.json objects.
+    (sink / "03:00:00_03:59:59_S0.json").write_text("\n".join(json.dumps(e) for e in entries))
+    args = ["diagnose", *context_args(spec), "--telemetry", str(tmp_path), "--format", "json"]
+    twice = run_json(capsys, args)
+    (tmp_path / "logs.json").unlink()
+    once = run_json(capsys, args)
+    assert twice["root_cause"] == once["root_cause"] == "maintenance"
+    def facts(out: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(f["message"], f["cause"]) for f in out["evidence"]]
+
+    assert facts(twice) == facts(once)
+    assert "sink/2026/06/08/03:00:00_03:59:59_S0.json" in once["steps"][1]["sources"][0]
+
+
+def test_pending_pods_of_a_sibling_jobset_are_not_ours(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _copy_scenario("unknown", tmp_path)
+    workload = spec["context"]["workload"]
+    pods = json.loads((tmp_path / "pods.json").read_text())
+    sibling = json.loads(json.dumps(pods["items"][0]))
+    sibling["metadata"]["name"] = f"{workload}-eval-workers-0-0-q1w2e"
+    sibling["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = f"{workload}-eval"
+    sibling["spec"].pop("nodeName", None)
+    sibling["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+            }
+        ],
+    }
+    pods["items"].append(sibling)
+    (tmp_path / "pods.json").write_text(json.dumps(pods))
+    out = run_json(
+        capsys, ["diagnose", *context_args(spec), "--telemetry", str(tmp_path), "--format", "json"]
+    )
+    assert out["root_cause"] == "unknown"
+    # The same pod labelled as ours is capacity.
+    sibling["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] = workload
+    (tmp_path / "pods.json").write_text(json.dumps(pods))
+    out = run_json(
+        capsys, ["diagnose", *context_args(spec), "--telemetry", str(tmp_path), "--format", "json"]
+    )
+    assert out["root_cause"] == "capacity"
+
+
+def test_no_finding_claims_an_absence_it_could_not_see(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = run_json(
+        capsys,
+        [
+            "diagnose",
+            "--cluster",
+            "c",
+            "--workload",
+            "w",
+            "--issue-time",
+            "2026-05-20T08:00:00Z",
+            "--telemetry",
+            str(tmp_path),
+            "--format",
+            "json",
+        ],
+    )
+    assert out["restart_loop"] is None
+    assert [s["status"] for s in out["steps"]] == ["unavailable"] * 4
+    assert out["evidence"] == []
+    assert out["partial"] is True
+
+
+def test_output_into_a_closed_pipe_is_quiet() -> None:
+    result = subprocess.run(
+        f"{CLI} queries --include-deprecated --format json | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr

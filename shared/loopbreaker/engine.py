@@ -255,9 +255,11 @@ def _step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: _Notes)
             RootCause.FAULTY_HOST,
             source=metric_source,
         )
-    if not preemptions:
+    # Only claim an absence where the evidence could have shown the event.
+    seen = ev.interruptions is not None or ev.signals is not None
+    if not preemptions and seen:
         notes.add(2, "No preemption inside the window.", RootCause.SPOT_PREEMPTION, supports=False)
-    if not maintenance:
+    if not maintenance and seen:
         notes.add(
             2, "No host maintenance inside the window.", RootCause.MAINTENANCE, supports=False
         )
@@ -460,9 +462,10 @@ def _step3(
             "fails repeatedly.",
             RootCause.FAULTY_HOST,
         )
-    if not suspects:
+    observed = ev.node_conditions is not None or ev.signals is not None
+    if not suspects and observed:
         notes.add(3, "No node failure inside the window.", RootCause.HOST_ERROR, supports=False)
-    elif not faulty:
+    elif suspects and not faulty:
         notes.add(
             3,
             "No host failed more than once: no host to quarantine.",
@@ -509,13 +512,35 @@ class _Pods:
     application: bool
 
 
+class _PodOwner:
+    """Decides whether a pod belongs to the workload.
+
+    Names alone are ambiguous (``train-eval-w-0-0-x`` may be a pod of ``train``), so pods
+    that pods.json labels with another workload are excluded, and labelled pods of ours
+    are included whatever their name.
+    """
+
+    def __init__(self, ctx: Context, ev: Evidence) -> None:
+        self.workload = ctx.workload
+        self.ours = {p.name for p in ev.pods or () if p.workload == ctx.workload}
+        self.others = {p.name for p in ev.pods or () if p.workload and p.workload != ctx.workload}
+
+    def __call__(self, pod: str | None) -> bool:
+        if not pod:
+            return False
+        if pod in self.ours:
+            return True
+        return pod not in self.others and pod.startswith(self.workload + "-")
+
+
 def _step4(
     ctx: Context, ev: Evidence, signals: Sequence[Signal], th: Thresholds, notes: _Notes
 ) -> _Pods:
+    owns = _PodOwner(ctx, ev)
     unschedulable: set[str] = set()
     for series in ev.unschedulable or ():
         pod = series.labels.get("pod_name", "")
-        if not pod.startswith(ctx.workload) or not _labels_match(
+        if not owns(pod) or not _labels_match(
             series.labels, {"cluster_name": ctx.cluster, "namespace_name": ctx.namespace}
         ):
             continue
@@ -530,7 +555,7 @@ def _step4(
             source=ev.source_of(EvidenceKind.UNSCHEDULABLE),
         )
 
-    long_pending = _long_pending(ctx, ev.pod_phases or (), th.pending_for)
+    long_pending = _long_pending(ctx, ev.pod_phases or (), th.pending_for, owns)
     if long_pending:
         notes.add(
             4,
@@ -541,9 +566,7 @@ def _step4(
         )
 
     sched = [
-        s
-        for s in signals
-        if s.kind is SignalKind.UNSCHEDULABLE and (s.pod is None or s.pod.startswith(ctx.workload))
+        s for s in signals if s.kind is SignalKind.UNSCHEDULABLE and (s.pod is None or owns(s.pod))
     ]
     if sched:
         notes.add(
@@ -552,11 +575,7 @@ def _step4(
             RootCause.CAPACITY,
             source=ev.source_of(EvidenceKind.LOGS),
         )
-    pending_pods = [
-        p
-        for p in ev.pods or ()
-        if (p.workload == ctx.workload or p.name.startswith(ctx.workload + "-")) and p.unschedulable
-    ]
+    pending_pods = [p for p in ev.pods or () if owns(p.name) and p.unschedulable]
     if pending_pods:
         notes.add(
             4,
@@ -565,7 +584,8 @@ def _step4(
             source=ev.source_of(EvidenceKind.PODS),
         )
     capacity = bool(unschedulable or long_pending or sched or pending_pods)
-    if not capacity:
+    pod_evidence = (ev.unschedulable, ev.pod_phases, ev.pods, ev.signals)
+    if not capacity and any(e is not None for e in pod_evidence):
         notes.add(4, "Every pod of the workload was scheduled.", RootCause.CAPACITY, supports=False)
 
     faults = [s for s in signals if s.kind in WORKLOAD_FAULT_KINDS and _is_workload(s, ctx)]
@@ -600,7 +620,7 @@ def _step4(
             supports=bool(deciding),
             source=source,
         )
-    if not deciding:
+    if not deciding and ev.signals is not None:
         notes.add(
             4,
             "No NCCL, collective or worker-crash signal in the coordinator's logs.",
@@ -610,11 +630,13 @@ def _step4(
     return _Pods(capacity, bool(deciding))
 
 
-def _long_pending(ctx: Context, series: Iterable[Series], minimum: timedelta) -> set[str]:
+def _long_pending(
+    ctx: Context, series: Iterable[Series], minimum: timedelta, owns: _PodOwner
+) -> set[str]:
     found: set[str] = set()
     for s in series:
         pod = s.labels.get("pod", "")
-        if s.labels.get("phase") != "Pending" or not pod.startswith(ctx.workload):
+        if s.labels.get("phase") != "Pending" or not owns(pod):
             continue
         if not _labels_match(s.labels, {"cluster": ctx.cluster, "namespace": ctx.namespace}):
             continue
@@ -638,7 +660,7 @@ def diagnose(
 ) -> Diagnosis:
     """Run the four steps over the evidence and decide the root cause."""
     notes = _Notes()
-    signals = [s for s in evidence.signals or () if _in_scope(s, context, evidence)]
+    signals = [s for s in _unique(evidence.signals or ()) if _in_scope(s, context, evidence)]
     if evidence.rejected_entries:
         where, why = evidence.rejected_entries[0]
         notes.add(
@@ -716,6 +738,21 @@ def diagnose(
         summary=_summary(cause, context, restarts, suspects, interruptions),
         queries_run=_run_count(steps),
     )
+
+
+def _unique(signals: Iterable[Signal]) -> list[Signal]:
+    """Drop repeats of one entry: log export does not de-duplicate (logName, timestamp,
+    insertId), and the same entry may sit in two dumped files."""
+    seen: set[tuple[str | None, datetime | None, str]] = set()
+    out: list[Signal] = []
+    for sig in signals:
+        if sig.insert_id is not None:
+            key = (sig.log_name, sig.timestamp, sig.insert_id)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(sig)
+    return out
 
 
 def _in_scope(sig: Signal, ctx: Context, ev: Evidence) -> bool:

@@ -12,8 +12,8 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     return {
         "context": d.context.to_dict(),
         "restart_loop": d.restart_loop,
-        "restart_increase": d.restart_increase,
-        "restart_total": d.restart_total,
+        "restart_increase": _number(d.restart_increase),
+        "restart_total": _number(d.restart_total),
         "root_cause": d.root_cause.value,
         "summary": d.summary,
         "remediation": d.remediation.to_dict(),
@@ -91,3 +91,10 @@ def to_markdown(d: Diagnosis) -> str:
     if d.ticket_draft:
         lines += ["", "---", "", ticket.to_markdown(d.ticket_draft)]
     return "\n".join(lines) + "\n"
+
+
+def _number(value: float | None) -> float | int | None:
+    """Counts print as integers when they are whole (Prometheus values are floats)."""
+    if value is not None and value.is_integer():
+        return int(value)
+    return value

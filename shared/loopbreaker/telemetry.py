@@ -3,7 +3,8 @@
 Directory layout (every file optional):
   logs.json        LogEntry array (``gcloud logging read --format=json``)
   *.jsonl          one LogEntry per line, anywhere under the directory
-  metrics.om       OpenMetrics text with timestamps (seconds)
+  */**/*.json      LogEntries in subdirectories, as a log sink writes them to Cloud Storage
+  metrics.om       OpenMetrics text with timestamps (seconds), ending in ``# EOF``
   nodes.json       ``kubectl get nodes -o json``
   pods.json        ``kubectl get pods -A -o json``
 """
@@ -65,7 +66,15 @@ class LogRead:
 def parse_openmetrics(text: str, *, source: str = METRICS_FILE) -> dict[str, list[Series]]:
     """Parse OpenMetrics (or Prometheus text) with timestamps into series by metric name."""
     series: dict[tuple[str, tuple[tuple[str, str], ...]], list[Sample]] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    if last != "# EOF":
+        # OpenMetrics ends every exposition with "# EOF"; without it the file may be cut short.
+        raise InvalidTelemetry(
+            f"{source}: does not end with '# EOF'; the file may be truncated "
+            "(append '# EOF' if it is complete)"
+        )
+    for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -113,30 +122,41 @@ def _parse_labels(text: str, source: str, number: int) -> dict[str, str]:
     return labels
 
 
-def read_log_file(path: Path) -> Iterator[tuple[str, object]]:
-    """Yield (location, value) for each entry of a JSON array or JSONL file."""
+def read_log_file(path: Path, name: str | None = None) -> Iterator[tuple[str, object]]:
+    """Yield (location, value) for each entry of a JSON array, one JSON object, or JSONL."""
+    name = name or path.name
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
-    stripped = text.lstrip()
+    stripped = text.strip()
+    if not stripped:
+        return
     if stripped.startswith("["):
         try:
             values = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidTelemetry(
-                f"{path.name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+                f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from exc
         for index, value in enumerate(values):
-            yield f"{path.name}[{index}]", value
+            yield f"{name}[{index}]", value
+        return
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):  # one pretty-printed LogEntry
+        yield name, whole
         return
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            yield f"{path.name}:{number}", json.loads(line)
+            yield f"{name}:{number}", json.loads(line)
         except json.JSONDecodeError as exc:
-            yield f"{path.name}:{number}", _Unparsable(exc.msg)
+            # One bad line of a JSONL file loses that entry, not the whole file.
+            yield f"{name}:{number}", _Unparsable(exc.msg)
 
 
 class _Unparsable:
@@ -144,11 +164,12 @@ class _Unparsable:
         self.reason = reason
 
 
-def read_logs(paths: Iterable[Path]) -> LogRead:
+def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
     result = LogRead()
     for path in paths:
-        result.files.append(path.name)
-        for where, value in read_log_file(path):
+        name = str(path.relative_to(root)) if root is not None else path.name
+        result.files.append(name)
+        for where, value in read_log_file(path, name):
             if isinstance(value, _Unparsable):
                 result.rejected.append((where, f"not JSON: {value.reason}"))
                 continue
@@ -160,7 +181,11 @@ def read_logs(paths: Iterable[Path]) -> LogRead:
 
 
 def log_files(directory: Path) -> list[Path]:
-    files = sorted(p for p in directory.rglob("*.jsonl") if p.is_file())
+    """logs.json, every *.jsonl, and *.json below subdirectories (Cloud Storage sink layout:
+    ``LOG_ID/YYYY/MM/DD/HH:MM:SS_HH:MM:SS_S0.json``, one LogEntry per line)."""
+    found = {p for p in directory.rglob("*.jsonl") if p.is_file()}
+    found |= {p for p in directory.glob("*/**/*.json") if p.is_file()}
+    files = sorted(found)
     top = directory / LOGS_FILE
     if top.is_file():
         files.insert(0, top)
@@ -178,12 +203,26 @@ def _read_json(path: Path) -> Any:
         raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
 
 
+def _objects(path: Path, kind: str) -> list[Any]:
+    document = _read_json(path)
+    if not (
+        isinstance(document, list)
+        or isinstance(document, dict)
+        and ("items" in document or "metadata" in document)
+    ):
+        raise InvalidTelemetry(
+            f"{path.name}: expected the output of 'kubectl get {kind} -o json' "
+            f"(a List with items), got {type(document).__name__}"
+        )
+    return items_of(document)
+
+
 def load_nodes(path: Path) -> tuple[NodeInfo, ...]:
-    return tuple(n for n in (node_info(i) for i in items_of(_read_json(path))) if n)
+    return tuple(n for n in (node_info(i) for i in _objects(path, "nodes")) if n)
 
 
 def load_pods(path: Path) -> tuple[PodInfo, ...]:
-    return tuple(p for p in (pod_info(i) for i in items_of(_read_json(path))) if p)
+    return tuple(p for p in (pod_info(i) for i in _objects(path, "pods -A")) if p)
 
 
 def load_directory(directory: Path) -> Evidence:
@@ -212,7 +251,7 @@ def load_directory(directory: Path) -> Evidence:
     files = log_files(directory)
     rejected: tuple[tuple[str, str], ...] = ()
     if files:
-        logs = read_logs(files)
+        logs = read_logs(files, directory)
         values["signals"] = tuple(logs.signals)
         rejected = tuple(logs.rejected)
         sources[EvidenceKind.LOGS] = SourceStatus("file:" + ",".join(logs.files), True)

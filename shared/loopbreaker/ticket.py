@@ -71,8 +71,8 @@ def draft(
         excerpts=tuple(excerpts),
         queries=queries,
         requested_action=(
-            f"Investigate physical host {host.host} for a hardware fault and take it out of "
-            "service; confirm the recreated VM(s) run on a different host."
+            f"Investigate the {host_words} {host.host} for a hardware fault and take it out "
+            "of service; confirm the recreated VM(s) run on a different host."
         ),
     )
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from loopbreaker.errors import InvalidContext
 
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
 _RELATIVE = re.compile(r"\b(ago|now|today|yesterday|last|minutes?|hours?|days?)\b", re.I)
 
@@ -33,8 +33,6 @@ def parse_rfc3339(value: str, *, what: str = "time") -> datetime:
     offset = match.group(8)
     if offset in ("Z", "z"):
         offset = "+00:00"
-    elif ":" not in offset:
-        offset = offset[:3] + ":" + offset[3:]
     base = "{}-{}-{}T{}:{}:{}".format(*match.groups()[:6])
     try:
         parsed = datetime.fromisoformat(base + frac + offset)
