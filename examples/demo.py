@@ -55,7 +55,8 @@ def replay_storm() -> int:
 
 def main() -> int:
     failures = diagnose_scenarios() + replay_storm()
-    print(f"\ndemo finished: {'all verdicts as expected' if not failures else f'{failures} problem(s)'}")
+    outcome = f"{failures} problem(s)" if failures else "all verdicts as expected"
+    print(f"\ndemo finished: {outcome}")
     return 1 if failures else 0
 
 

@@ -45,7 +45,9 @@ def series(metric: str, labels: Mapping[str, str], points: Iterable[tuple[float,
     return Series(metric, dict(labels), tuple(Sample(at(m), v) for m, v in points))
 
 
-def steps(values: Mapping[float, float], start: float = -90, end: float = 35) -> list[tuple[float, float]]:
+def steps(
+    values: Mapping[float, float], start: float = -90, end: float = 35
+) -> list[tuple[float, float]]:
     """A step function sampled every minute: value changes at the given minutes."""
     out = []
     current = 0.0
@@ -70,25 +72,44 @@ def looping() -> Series:
     return restarts({-90: 3, -20: 4, 5: 5})
 
 
-def not_ready(node: str, down: Iterable[tuple[float, float]], pool: str = "tpu-pool") -> list[Series]:
+def not_ready(
+    node: str, down: Iterable[tuple[float, float]], pool: str = "tpu-pool"
+) -> list[Series]:
     """Ready condition series (True/False) for a node that is down in the given ranges."""
+
     def is_down(minute: float) -> bool:
         return any(a <= minute < b for a, b in down)
 
     minutes = [m for m, _ in steps({})]
-    labels = {"cluster_name": CLUSTER, "node_name": node, "node_pool_name": pool, "condition": "Ready"}
+    labels = {
+        "cluster_name": CLUSTER,
+        "node_name": node,
+        "node_pool_name": pool,
+        "condition": "Ready",
+    }
     return [
-        series("kubernetes_io:node_status_condition", {**labels, "status": "True"},
-               [(m, 0.0 if is_down(m) else 1.0) for m in minutes]),
-        series("kubernetes_io:node_status_condition", {**labels, "status": "False"},
-               [(m, 1.0 if is_down(m) else 0.0) for m in minutes]),
+        series(
+            "kubernetes_io:node_status_condition",
+            {**labels, "status": "True"},
+            [(m, 0.0 if is_down(m) else 1.0) for m in minutes],
+        ),
+        series(
+            "kubernetes_io:node_status_condition",
+            {**labels, "status": "False"},
+            [(m, 1.0 if is_down(m) else 0.0) for m in minutes],
+        ),
     ]
 
 
-def interruption(kind: str, count_at: Mapping[float, float], pool: str = "spot-pool",
-                 reason: str = "Eviction") -> Series:
-    labels = {"cluster_name": CLUSTER, "node_pool_name": pool, "interruption_type": kind,
-              "interruption_reason": reason}
+def interruption(
+    kind: str, count_at: Mapping[float, float], pool: str = "spot-pool", reason: str = "Eviction"
+) -> Series:
+    labels = {
+        "cluster_name": CLUSTER,
+        "node_pool_name": pool,
+        "interruption_type": kind,
+        "interruption_reason": reason,
+    }
     return series("kubernetes_io:node_pool_interruption_count", labels, steps(count_at))
 
 
@@ -99,8 +120,9 @@ def signal(kind: SignalKind, minute: float, **fields: object) -> Signal:
 
 
 def node(name: str, host: str | None, pool: str = "tpu-pool", zone: str = "us-east5-a") -> NodeInfo:
-    return NodeInfo(name=name, node_pool=pool, physical_host=host, zone=zone, instance=name,
-                    ready=True)
+    return NodeInfo(
+        name=name, node_pool=pool, physical_host=host, zone=zone, instance=name, ready=True
+    )
 
 
 def evidence(**values: object) -> Evidence:
@@ -116,18 +138,32 @@ def evidence(**values: object) -> Evidence:
         "pods": (),
     }
     fields.update(values)
-    for key in ("restarts", "interruptions", "node_conditions", "pod_phases", "unschedulable",
-                "signals", "nodes", "pods"):
+    for key in (
+        "restarts",
+        "interruptions",
+        "node_conditions",
+        "pod_phases",
+        "unschedulable",
+        "signals",
+        "nodes",
+        "pods",
+    ):
         if isinstance(fields[key], list):
             fields[key] = tuple(fields[key])  # type: ignore[arg-type]
     kinds = {
-        "restarts": EvidenceKind.RESTARTS, "interruptions": EvidenceKind.INTERRUPTIONS,
-        "node_conditions": EvidenceKind.NODE_CONDITIONS, "pod_phases": EvidenceKind.POD_PHASES,
-        "unschedulable": EvidenceKind.UNSCHEDULABLE, "signals": EvidenceKind.LOGS,
-        "nodes": EvidenceKind.NODES, "pods": EvidenceKind.PODS,
+        "restarts": EvidenceKind.RESTARTS,
+        "interruptions": EvidenceKind.INTERRUPTIONS,
+        "node_conditions": EvidenceKind.NODE_CONDITIONS,
+        "pod_phases": EvidenceKind.POD_PHASES,
+        "unschedulable": EvidenceKind.UNSCHEDULABLE,
+        "signals": EvidenceKind.LOGS,
+        "nodes": EvidenceKind.NODES,
+        "pods": EvidenceKind.PODS,
     }
     sources = {
-        kind: SourceStatus("test", fields[key] is not None, None if fields[key] is not None else "gone")
+        kind: SourceStatus(
+            "test", fields[key] is not None, None if fields[key] is not None else "gone"
+        )
         for key, kind in kinds.items()
     }
     extra = {k: v for k, v in fields.items() if k not in kinds}

@@ -11,8 +11,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shared" / "loopbreaker"
 PURE = [
-    "model", "errors", "timeutil", "classify", "queries", "engine", "ticket", "render",
-    "kube_objects", "telemetry",
+    "model",
+    "errors",
+    "timeutil",
+    "classify",
+    "queries",
+    "engine",
+    "ticket",
+    "render",
+    "kube_objects",
+    "telemetry",
 ]
 
 

@@ -85,7 +85,10 @@ def test_excerpt_is_capped_and_single_line() -> None:
 def test_multi_line_payload_keeps_the_matching_line() -> None:
     text = "step 10 ok\n[rank3]: NCCL WARN Collective op timeout after 1800 seconds\nbye"
     entry = _entry(
-        resource={"type": "k8s_container", "labels": {"cluster_name": "c", "pod_name": "j-w-1-0-aaaaa"}},
+        resource={
+            "type": "k8s_container",
+            "labels": {"cluster_name": "c", "pod_name": "j-w-1-0-aaaaa"},
+        },
         textPayload=text,
     )
     signal = classify(entry)
@@ -108,8 +111,9 @@ def test_signal_round_trips_through_dict() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

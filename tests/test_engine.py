@@ -48,7 +48,10 @@ def test_flat_restart_count_is_no_loop_and_skips_later_steps() -> None:
     assert d.root_cause is RootCause.NO_RESTART_LOOP
     assert d.remediation.path is RemediationPath.NONE
     assert [s.status for s in d.steps] == [
-        StepStatus.DONE, StepStatus.SKIPPED, StepStatus.SKIPPED, StepStatus.SKIPPED,
+        StepStatus.DONE,
+        StepStatus.SKIPPED,
+        StepStatus.SKIPPED,
+        StepStatus.SKIPPED,
     ]
     assert all(not s.queries for s in d.steps[1:])
     assert d.restart_total == 4
@@ -99,9 +102,16 @@ def test_preemption_metric_gives_spot_preemption_without_cordon() -> None:
 
 
 def test_preemption_series_appearing_in_window_counts_from_zero() -> None:
-    s = series("kubernetes_io:node_pool_interruption_count",
-               {"cluster_name": CLUSTER, "node_pool_name": "p", "interruption_type": "PreemptionEvent",
-                "interruption_reason": "Eviction"}, [(5, 1), (6, 1)])
+    s = series(
+        "kubernetes_io:node_pool_interruption_count",
+        {
+            "cluster_name": CLUSTER,
+            "node_pool_name": "p",
+            "interruption_type": "PreemptionEvent",
+            "interruption_reason": "Eviction",
+        },
+        [(5, 1), (6, 1)],
+    )
     d = diagnose(ctx(), evidence(interruptions=(s,)))
     assert d.root_cause is RootCause.SPOT_PREEMPTION
 
@@ -119,8 +129,11 @@ def test_preemption_log_signal_alone_is_enough() -> None:
 
 
 def test_maintenance_gives_plan_maintenance() -> None:
-    ev = evidence(interruptions=(interruption("MaintenanceEvent", {-90: 0, 3: 1},
-                                              reason="HW/SW Maintenance"),))
+    ev = evidence(
+        interruptions=(
+            interruption("MaintenanceEvent", {-90: 0, 3: 1}, reason="HW/SW Maintenance"),
+        )
+    )
     d = diagnose(ctx(), ev)
     assert d.root_cause is RootCause.MAINTENANCE
     assert d.remediation.path is RemediationPath.PLAN_MAINTENANCE
@@ -178,12 +191,18 @@ def test_one_episode_seen_three_ways_counts_once() -> None:
 
 
 def test_log_only_episode_merges_within_merge_window() -> None:
-    sigs = [signal(SignalKind.HOST_ERROR, 0, node=NODE_1), signal(SignalKind.KERNEL_PANIC, 9, node=NODE_1)]
+    sigs = [
+        signal(SignalKind.HOST_ERROR, 0, node=NODE_1),
+        signal(SignalKind.KERNEL_PANIC, 9, node=NODE_1),
+    ]
     d = diagnose(ctx(), evidence(signals=sigs, nodes=(node(NODE_1, HOST_A),)))
     assert d.root_cause is RootCause.HOST_ERROR
     # A smaller merge window splits them into two failures.
-    d2 = diagnose(ctx(), evidence(signals=sigs, nodes=(node(NODE_1, HOST_A),)),
-                  Thresholds(merge_window=timedelta(minutes=5)))
+    d2 = diagnose(
+        ctx(),
+        evidence(signals=sigs, nodes=(node(NODE_1, HOST_A),)),
+        Thresholds(merge_window=timedelta(minutes=5)),
+    )
     assert d2.root_cause is RootCause.FAULTY_HOST
 
 
@@ -208,8 +227,9 @@ def test_two_nodes_on_different_hosts_are_not_a_faulty_host() -> None:
 
 
 def test_failing_again_after_recovery_is_a_second_failure() -> None:
-    ev = evidence(node_conditions=not_ready(NODE_1, [(-10, -7), (-4, 0)]),
-                  nodes=(node(NODE_1, HOST_A),))
+    ev = evidence(
+        node_conditions=not_ready(NODE_1, [(-10, -7), (-4, 0)]), nodes=(node(NODE_1, HOST_A),)
+    )
     assert diagnose(ctx(), ev).root_cause is RootCause.FAULTY_HOST
 
 
@@ -234,8 +254,11 @@ def test_node_name_stands_in_for_unknown_host() -> None:
 
 def test_host_history_from_earlier_incidents_counts() -> None:
     history = (HostFailureRecord(HOST_A, NODE_2, at(-24 * 60), "inc-yesterday"),)
-    ev = evidence(node_conditions=not_ready(NODE_1, [(-5, 0)]), nodes=(node(NODE_1, HOST_A),),
-                  host_history=history)
+    ev = evidence(
+        node_conditions=not_ready(NODE_1, [(-5, 0)]),
+        nodes=(node(NODE_1, HOST_A),),
+        host_history=history,
+    )
     d = diagnose(ctx(), ev)
     assert d.root_cause is RootCause.FAULTY_HOST
     assert d.suspect_hosts[0].failures == 2
@@ -268,9 +291,15 @@ def test_faulty_host_outranks_capacity_and_application() -> None:
 
 
 def test_unschedulable_pods_with_healthy_nodes_is_capacity() -> None:
-    unsched = series("kubernetes_io:pod_status_unschedulable",
-                     {"cluster_name": CLUSTER, "namespace_name": "default",
-                      "pod_name": f"{WORKLOAD}-slice-0-3-zzzzz"}, steps({-90: 0, -8: 1}))
+    unsched = series(
+        "kubernetes_io:pod_status_unschedulable",
+        {
+            "cluster_name": CLUSTER,
+            "namespace_name": "default",
+            "pod_name": f"{WORKLOAD}-slice-0-3-zzzzz",
+        },
+        steps({-90: 0, -8: 1}),
+    )
     d = diagnose(ctx(), evidence(unschedulable=(unsched,)))
     assert d.root_cause is RootCause.CAPACITY
     assert d.remediation.path is RemediationPath.ADD_CAPACITY
@@ -282,17 +311,30 @@ def test_failed_scheduling_event_is_capacity() -> None:
 
 
 def test_pod_not_scheduled_in_pods_json_is_capacity() -> None:
-    pod = PodInfo(name=f"{WORKLOAD}-slice-0-0-aaaaa", workload=WORKLOAD, phase="Pending",
-                  unschedulable=True, message="0/8 nodes are available")
+    pod = PodInfo(
+        name=f"{WORKLOAD}-slice-0-0-aaaaa",
+        workload=WORKLOAD,
+        phase="Pending",
+        unschedulable=True,
+        message="0/8 nodes are available",
+    )
     assert diagnose(ctx(), evidence(pods=(pod,))).root_cause is RootCause.CAPACITY
 
 
 def _pending(minutes: tuple[float, float]) -> tuple:
     a, b = minutes
-    return (series("kube_pod_status_phase",
-                   {"cluster": CLUSTER, "namespace": "default",
-                    "pod": f"{WORKLOAD}-slice-0-0-aaaaa", "phase": "Pending"},
-                   [(m, 1.0 if a <= m < b else 0.0) for m, _ in steps({})]),)
+    return (
+        series(
+            "kube_pod_status_phase",
+            {
+                "cluster": CLUSTER,
+                "namespace": "default",
+                "pod": f"{WORKLOAD}-slice-0-0-aaaaa",
+                "phase": "Pending",
+            },
+            [(m, 1.0 if a <= m < b else 0.0) for m, _ in steps({})],
+        ),
+    )
 
 
 def test_long_pending_is_capacity_but_a_brief_restart_gap_is_not() -> None:
@@ -301,8 +343,13 @@ def test_long_pending_is_capacity_but_a_brief_restart_gap_is_not() -> None:
 
 
 def test_nccl_timeout_in_coordinator_is_application() -> None:
-    sig = signal(SignalKind.NCCL_TIMEOUT, -2, workload=WORKLOAD, coordinator=True,
-                 pod=f"{WORKLOAD}-slice-0-0-abcde")
+    sig = signal(
+        SignalKind.NCCL_TIMEOUT,
+        -2,
+        workload=WORKLOAD,
+        coordinator=True,
+        pod=f"{WORKLOAD}-slice-0-0-abcde",
+    )
     d = diagnose(ctx(), evidence(signals=(sig,)))
     assert d.root_cause is RootCause.APPLICATION
     assert d.remediation.path is RemediationPath.INSPECT_APPLICATION
@@ -310,8 +357,13 @@ def test_nccl_timeout_in_coordinator_is_application() -> None:
 
 
 def test_faults_only_in_other_workers_do_not_make_it_application() -> None:
-    sig = signal(SignalKind.NCCL_TIMEOUT, -2, workload=WORKLOAD, coordinator=False,
-                 pod=f"{WORKLOAD}-slice-1-3-abcde")
+    sig = signal(
+        SignalKind.NCCL_TIMEOUT,
+        -2,
+        workload=WORKLOAD,
+        coordinator=False,
+        pod=f"{WORKLOAD}-slice-1-3-abcde",
+    )
     d = diagnose(ctx(), evidence(signals=(sig,)))
     assert d.root_cause is RootCause.UNKNOWN
 
