@@ -1,0 +1,23 @@
+"""Local HTTP servers that speak the REST APIs loopbreaker's readers call.
+
+The real client libraries are pointed at them (``api_endpoint``, a kubeconfig, a base URL),
+so request shapes, status codes and error mapping are exercised for real.
+"""
+
+from .base import FakeServer, Fault, Request, Response
+from .google import ComputeServer, GkeServer, LoggingServer, ManagedPrometheusProxy
+from .kube import KubernetesServer, self_signed_tls, write_kubeconfig
+
+__all__ = [
+    "ComputeServer",
+    "FakeServer",
+    "Fault",
+    "GkeServer",
+    "KubernetesServer",
+    "LoggingServer",
+    "ManagedPrometheusProxy",
+    "Request",
+    "Response",
+    "self_signed_tls",
+    "write_kubeconfig",
+]
