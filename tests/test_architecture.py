@@ -21,6 +21,7 @@ PURE = [
     "render",
     "kube_objects",
     "telemetry",
+    "lql",
 ]
 
 

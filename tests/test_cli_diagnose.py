@@ -311,6 +311,7 @@ def test_the_same_entry_in_two_files_counts_once(
     (tmp_path / "logs.json").unlink()
     once = run_json(capsys, args)
     assert twice["root_cause"] == once["root_cause"] == "maintenance"
+
     def facts(out: dict[str, Any]) -> list[tuple[str, str]]:
         return [(f["message"], f["cause"]) for f in out["evidence"]]
 

@@ -408,3 +408,16 @@ def test_step_unavailable_when_all_its_sources_are() -> None:
 
 def test_looping_fixture_is_a_loop() -> None:
     assert increase(looping(), at(-30), at(30), from_zero=False) == 2
+
+
+def test_partly_read_evidence_is_listed_as_missing() -> None:
+    from dataclasses import replace
+
+    from loopbreaker.model import EvidenceKind, SourceStatus
+
+    ev = evidence()
+    sources = dict(ev.sources)
+    sources[EvidenceKind.LOGS] = SourceStatus("cloud-logging", True, "partial: entry cap reached")
+    d = diagnose(ctx(), replace(ev, sources=sources))
+    assert d.partial
+    assert any(m.startswith("logs: partial") for m in d.missing_evidence)

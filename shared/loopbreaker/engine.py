@@ -778,10 +778,11 @@ def _is_workload(sig: Signal, ctx: Context) -> bool:
 
 
 def _missing(ev: Evidence) -> tuple[str, ...]:
+    """Unavailable evidence, and evidence only partly read (a reader's "partial: ..." note)."""
     return tuple(
         f"{kind.value}: {status.reason or 'unavailable'} ({status.source})"
         for kind, status in sorted(ev.sources.items())
-        if not status.available
+        if not status.available or (status.reason or "").startswith("partial")
     )
 
 

@@ -49,6 +49,29 @@ RAW_SELECTORS: Mapping[EvidenceKind, str] = {
 
 _WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
 
+# Every phrase the classifier turns into a host fault, in text and in journald payloads:
+# a phrase missing here would be seen offline but never read live.
+_NODE_FAULT_PHRASES = (
+    "host error",
+    "kernel panic",
+    "hardware failure",
+    "Hardware Error",
+    "Machine Check",
+    "NVRM: Xid",
+    "NodeNotReady",
+    "TerminationEvent",
+    "BUG:",
+    "node-problem-detector",
+)
+_NODE_FAULT_TERMS = " OR ".join(
+    [
+        f'{field}:"{phrase}"'
+        for field in ("textPayload", "jsonPayload.MESSAGE")
+        for phrase in _NODE_FAULT_PHRASES
+    ]
+    + ['jsonPayload.reason="NodeNotReady"']
+)
+
 
 @dataclass(frozen=True)
 class Template:
@@ -216,10 +239,7 @@ TEMPLATES: tuple[Template, ...] = (
         3,
         L,
         'resource.type="k8s_node"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        'AND (textPayload:"host error" OR textPayload:"kernel panic" OR '
-        'textPayload:"hardware failure" OR textPayload:"NodeNotReady" OR '
-        'textPayload:"TerminationEvent" OR textPayload:"BUG:" OR '
-        'jsonPayload.reason="NodeNotReady")\n' + _WINDOW_LQL,
+        f"AND ({_NODE_FAULT_TERMS})\n" + _WINDOW_LQL,
         "Host, kernel and hardware faults on the nodes.",
     ),
     # Step 4
