@@ -255,6 +255,47 @@ def test_prometheus_403_gives_a_partial_diagnosis(
     assert out["root_cause"] == SPEC["expect"]["root_cause"]
 
 
+@pytest.mark.parametrize(
+    ("fault", "extra", "reason"),
+    [
+        (Fault.TIMEOUT, ["--source-timeout", "0.3"], "timed out"),
+        (Fault.UNAVAILABLE, [], "HTTP 503 after 3 attempts"),
+    ],
+)
+def test_a_timing_out_or_failing_prometheus_is_asked_once_per_run(
+    fault: Fault,
+    extra: list[str],
+    reason: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    directory = copy_scenario(tmp_path, "logs.json", "nodes.json", "pods.json")
+    with ManagedPrometheusProxy(project="P") as gmp:
+        gmp.slow_seconds = 1.0
+        gmp.inject(fault, times=100)
+        out = run_json(
+            capsys,
+            [
+                "diagnose",
+                *context_args(SPEC),
+                "--telemetry",
+                str(directory),
+                "--prometheus-url",
+                gmp.prefix(),
+                *extra,
+                "--format",
+                "json",
+            ],
+        )
+        # One query (with its bounded retries), then the source is not asked again.
+        assert len(gmp.requests) == (1 if fault is Fault.TIMEOUT else 3)
+    assert out["partial"] is True
+    assert all(
+        any(m.startswith(f"{kind}: ") and reason in m for m in out["missing_evidence"])
+        for kind in ("restarts", "interruptions", "node_conditions", "pod_phases")
+    )
+
+
 def test_kubernetes_403_gives_a_partial_diagnosis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -288,3 +329,31 @@ def test_missing_kubeconfig_is_bad_input(
     argv = ["diagnose", *context_args(SPEC), "--kubeconfig", str(tmp_path / "nope")]
     assert main([*argv, "--offline"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--prometheus-url", "not-a-url"], "not an http(s) URL"),
+        (["--prometheus-url", "http://"], "not an http(s) URL"),
+        (["--prometheus-url", "http://127.0.0.1:99999"], "Port out of range"),
+        (["--prometheus-url", "http://127.0.0.1:9090?x=1"], "query or fragment"),
+        (["--source-timeout", "nan"], "positive number of seconds"),
+        (["--source-timeout", "inf"], "positive number of seconds"),
+        (["--kubeconfig", "BAD_YAML"], "kubeconfig"),
+    ],
+)
+def test_bad_live_flags_are_bad_input(
+    flags: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "kubeconfig.yaml"
+    bad.write_text("not: [valid\n")
+    flags = [str(bad) if f == "BAD_YAML" else f for f in flags]
+    try:
+        code = main(["diagnose", *context_args(SPEC), "--offline", *flags])
+    except SystemExit as exc:  # argparse refuses the flag itself
+        code = exc.code  # type: ignore[assignment]
+    assert code == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert "Traceback" not in err

@@ -30,6 +30,7 @@ requested without the context it needs) raises, as InvalidInput.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -591,6 +592,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--prometheus-url",
         metavar="URL",
+        type=http_url,
         help="Prometheus HTTP API base URL (self-hosted, kube-prometheus-stack, or a "
         "Managed Prometheus .../location/global/prometheus URL); wins over metrics.om",
     )
@@ -634,7 +636,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--source-timeout",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULT_SOURCE_TIMEOUT,
         help=f"timeout of each live request (default {DEFAULT_SOURCE_TIMEOUT:g})",
     )
@@ -671,14 +673,35 @@ def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
     return gather(context, options_from_args(args))
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def http_url(text: str) -> str:
+    """An http(s) base URL with a host, no query and no fragment (paths are appended)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a valid URL: {text!r} ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:9090)"
+        )
+    if parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has a query or fragment; give the base URL only"
+        )
+    del port  # parsed only to reject an invalid one
+    return text.rstrip("/")
 
 
 def _positive_int(text: str) -> int:

@@ -9,6 +9,7 @@ import sys
 from loopbreaker.errors import InvalidInput
 from loopbreaker.model import QueryLanguage
 from loopbreaker.queries import TEMPLATES, Template
+from loopbreaker.sources import http_url, positive_float
 from loopbreaker.validate import TEST_VALUES, Status, to_table, validate, validation_context
 
 #: Languages accepted by --extra-query.
@@ -27,7 +28,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--project", help="also run PromQL on Managed Prometheus and LQL on Cloud Logging"
     )
-    parser.add_argument("--prometheus-url", metavar="URL", help="also run PromQL against it")
+    parser.add_argument(
+        "--prometheus-url", metavar="URL", type=http_url, help="also run PromQL against it"
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     values = parser.add_argument_group("test values used to fill the templates")
     for name in ("location", "cluster", "namespace", "workload"):
@@ -46,7 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also check this query (LANG promql or lql; repeatable), e.g. while editing templates",
     )
     parser.add_argument(
-        "--timeout", type=float, default=30.0, help="live request timeout in seconds"
+        "--timeout", type=positive_float, default=30.0, help="live request timeout in seconds"
     )
     parser.set_defaults(handler=run)
 

@@ -75,6 +75,7 @@ class KubernetesReader:
         cls, path: str | Path, *, context: str | None = None, **kwargs: Any
     ) -> KubernetesReader:
         """A reader for the cluster a kubeconfig file points at. Bad files are bad input."""
+        import yaml
         from kubernetes import client, config
 
         path = Path(path).expanduser()
@@ -85,8 +86,8 @@ class KubernetesReader:
             config.load_kube_config(
                 config_file=str(path), context=context, client_configuration=configuration
             )
-        except config.ConfigException as exc:
-            raise ConfigError(f"kubeconfig {path}: {exc}") from exc
+        except (config.ConfigException, yaml.YAMLError) as exc:
+            raise ConfigError(f"kubeconfig {path}: {_first_line(exc)}") from exc
         _no_library_retries(configuration)
         label = f"kubernetes:kubeconfig={path}" + (f"@{context}" if context else "")
         return cls(client.ApiClient(configuration), source=label, **kwargs)
@@ -196,7 +197,7 @@ class KubernetesReader:
                     f"cannot connect to the API server within {self._timeout:g}s",
                 ) from exc
             except urllib3.exceptions.TimeoutError as exc:
-                raise SourceUnavailable(
+                raise SourceUnreachable(
                     self._source, f"listing {what} timed out after {self._timeout:g}s"
                 ) from exc
             except urllib3.exceptions.HTTPError as exc:
@@ -270,3 +271,8 @@ def _temp_ca_file(ca_pem: bytes) -> str:
 def _remove(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

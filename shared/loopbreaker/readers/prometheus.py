@@ -159,7 +159,9 @@ class PrometheusReader:
                     self.source, f"cannot connect to {self.base_url} within {self._timeout:g}s"
                 ) from exc
             except requests.Timeout as exc:
-                raise SourceUnavailable(self.source, f"timed out after {self._timeout:g}s") from exc
+                # A source that let one request time out would make every further one wait
+                # as long: stop asking it in this run.
+                raise SourceUnreachable(self.source, f"timed out after {self._timeout:g}s") from exc
             except requests.RequestException as exc:
                 raise SourceUnreachable(
                     self.source, f"cannot reach {self.base_url}: {network_reason(exc)}"
@@ -191,9 +193,10 @@ class PrometheusReader:
             )
         if status != 200:
             tries = f" after {attempts} attempts" if attempts > 1 else ""
-            raise SourceUnavailable(
-                self.source, f"HTTP {status}{tries}: {_message(body, response)}"
-            )
+            # Throttled or failing after every retry: later queries would only repeat the
+            # wait, so the source is not asked again in this run.
+            error = SourceUnreachable if is_retryable_status(status) else SourceUnavailable
+            raise error(self.source, f"HTTP {status}{tries}: {_message(body, response)}")
         if not isinstance(body, dict):
             raise self._malformed(f"body is not a JSON object: {response.text[:120]!r}")
         if body.get("status") != "success":
