@@ -390,8 +390,9 @@ AUDIT_STATUS = {
 }
 
 
-def audit_entry(project: str, zone: str, instance: str, instance_id: str, method: str,
-                at_ns: int) -> dict[str, Any]:
+def audit_entry(
+    project: str, zone: str, instance: str, instance_id: str, method: str, at_ns: int
+) -> dict[str, Any]:
     ms = at_ns // 1_000_000
     op_id = (
         f"systemevent-{ms + rand_int(200, 900, 'op', instance, method, at_ns)}-"
@@ -500,13 +501,19 @@ class Scenario:
         recovered = start_m + unknown + false
         node.boot_ns = self.ctx.at(recovered - 1.6, "boot", node.name)
         node.ready_since_ns = self.ctx.at(recovered - 0.4, "ready", node.name)
-        self.event_node(node, recovered - 0.35, "NodeReady",
-                        f"Node {node.name} status is now: NodeReady", component="kubelet")
+        self.event_node(
+            node,
+            recovered - 0.35,
+            "NodeReady",
+            f"Node {node.name} status is now: NodeReady",
+            component="kubelet",
+        )
 
     # jobsets -----------------------------------------------------------------------
 
-    def add_jobset(self, spec: JobSetSpec, restarts_before: int,
-                   restart_minutes: list[int]) -> None:
+    def add_jobset(
+        self, spec: JobSetSpec, restarts_before: int, restart_minutes: list[int]
+    ) -> None:
         self.jobsets[spec.name] = spec
         self.restarts[spec.name] = (restarts_before, list(restart_minutes))
 
@@ -553,7 +560,8 @@ class Scenario:
                     p=p,
                     attempt=attempt,
                     name=name,
-                    node=placement[g] if (run is not None or unsched is None or g not in unsched)
+                    node=placement[g]
+                    if (run is not None or unsched is None or g not in unsched)
                     else None,
                     start_m=start_m,
                     created_ns=self.ctx.at(start_m - 0.9, "created", name),
@@ -567,10 +575,16 @@ class Scenario:
                     pod.sched_message = sched_message
                 pods.append(pod)
                 self.pods.append(pod)
-                if (FIRST_MINUTE <= start_m <= LAST_MINUTE and pod.node and run is not None
-                        and not (unsched and g in unsched)):
+                if (
+                    FIRST_MINUTE <= start_m <= LAST_MINUTE
+                    and pod.node
+                    and run is not None
+                    and not (unsched and g in unsched)
+                ):
                     self.event_pod(
-                        pod, start_m - 0.85 + 0.01 * g, "Scheduled",
+                        pod,
+                        start_m - 0.85 + 0.01 * g,
+                        "Scheduled",
                         f"Successfully assigned {pod.namespace}/{pod.name} to {pod.node.name}",
                         component="default-scheduler",
                     )
@@ -584,8 +598,11 @@ class Scenario:
 
     def pod(self, spec: JobSetSpec, attempt: int, g: int) -> Pod:
         for pod in self.pods:
-            if (pod.spec is spec and pod.attempt == attempt
-                    and pod.j * spec.parallelism + pod.p == g):
+            if (
+                pod.spec is spec
+                and pod.attempt == attempt
+                and pod.j * spec.parallelism + pod.p == g
+            ):
                 return pod
         raise KeyError((spec.name, attempt, g))
 
@@ -604,43 +621,72 @@ class Scenario:
         self.entries.append(entry)
         return entry
 
-    def container_log(self, pod: Pod, m: float, text: str, *, stderr: bool = False,
-                      key: object = "", at_ns: int | None = None) -> dict[str, Any]:
+    def container_log(
+        self,
+        pod: Pod,
+        m: float,
+        text: str,
+        *,
+        stderr: bool = False,
+        key: object = "",
+        at_ns: int | None = None,
+    ) -> dict[str, Any]:
         """A container line; ``at_ns`` pins the entry timestamp (else derived from ``m``)."""
         ctx = self.ctx
-        return self.add(make_entry(
-            ctx.project,
-            log_id="stderr" if stderr else "stdout",
-            resource_type="k8s_container",
-            resource_labels={
-                "cluster_name": ctx.cluster,
-                "container_name": pod.spec.container,
-                "location": ctx.location,
-                "namespace_name": pod.namespace,
-                "pod_name": pod.name,
-                "project_id": ctx.project,
-            },
-            at_ns=at_ns if at_ns is not None else ctx.at(m, pod.name, key, text[:40]),
-            severity="ERROR" if stderr else "INFO",
-            text=text,
-            labels=pod_log_labels(pod, self.jobset_uid(pod.spec.name)),
-        ))
+        return self.add(
+            make_entry(
+                ctx.project,
+                log_id="stderr" if stderr else "stdout",
+                resource_type="k8s_container",
+                resource_labels={
+                    "cluster_name": ctx.cluster,
+                    "container_name": pod.spec.container,
+                    "location": ctx.location,
+                    "namespace_name": pod.namespace,
+                    "pod_name": pod.name,
+                    "project_id": ctx.project,
+                },
+                at_ns=at_ns if at_ns is not None else ctx.at(m, pod.name, key, text[:40]),
+                severity="ERROR" if stderr else "INFO",
+                text=text,
+                labels=pod_log_labels(pod, self.jobset_uid(pod.spec.name)),
+            )
+        )
 
     def node_resource(self, node: Node) -> dict[str, str]:
         ctx = self.ctx
-        return {"cluster_name": ctx.cluster, "location": ctx.location,
-                "node_name": node.name, "project_id": ctx.project}
+        return {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "node_name": node.name,
+            "project_id": ctx.project,
+        }
 
-    def node_log(self, node: Node, at_ns: int, text: str, *, log_id: str = "node-journal",
-                 severity: str = "ERROR") -> dict[str, Any]:
-        return self.add(make_entry(
-            self.ctx.project, log_id=log_id, resource_type="k8s_node",
-            resource_labels=self.node_resource(node), at_ns=at_ns, severity=severity, text=text,
-            labels={"compute.googleapis.com/resource_name": node.name},
-        ))
+    def node_log(
+        self,
+        node: Node,
+        at_ns: int,
+        text: str,
+        *,
+        log_id: str = "node-journal",
+        severity: str = "ERROR",
+    ) -> dict[str, Any]:
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id=log_id,
+                resource_type="k8s_node",
+                resource_labels=self.node_resource(node),
+                at_ns=at_ns,
+                severity=severity,
+                text=text,
+                labels={"compute.googleapis.com/resource_name": node.name},
+            )
+        )
 
-    def kernel_line(self, node: Node, m: float, message: str, key: object = "",
-                    ident: str = "kernel") -> dict[str, Any]:
+    def kernel_line(
+        self, node: Node, m: float, message: str, key: object = "", ident: str = "kernel"
+    ) -> dict[str, Any]:
         at = self.ctx.at(m, node.name, "kernel", key)
         if ident == "kernel":
             up = max(at - node.boot_ns, NS)
@@ -653,98 +699,179 @@ class Scenario:
         """A kubelet journald record the way GKE ships it (jsonPayload, MESSAGE field)."""
         at = self.ctx.at(m, node.name, "kubelet", message[:30])
         pid = rand_int(1800, 3900, "kubelet-pid", node.name)
-        return self.add(make_entry(
-            self.ctx.project, log_id="kubelet", resource_type="k8s_node",
-            resource_labels=self.node_resource(node), at_ns=at, severity="INFO",
-            json_payload={
-                "MESSAGE": f"{glog_prefix('I', at, pid, where)} {message}",
-                "PRIORITY": "6",
-                "SYSLOG_FACILITY": "3",
-                "SYSLOG_IDENTIFIER": "kubelet",
-                "_BOOT_ID": rand_hex(32, "boot", node.name, node.boot_ns),
-                "_CMDLINE": "/home/kubernetes/bin/kubelet --v=2 --cloud-provider=external",
-                "_COMM": "kubelet",
-                "_EXE": "/home/kubernetes/bin/kubelet",
-                "_HOSTNAME": node.name,
-                "_MACHINE_ID": rand_hex(32, "machine", node.name),
-                "_PID": str(pid),
-                "_SYSTEMD_UNIT": "kubelet.service",
-                "_TRANSPORT": "stdout",
-                "_UID": "0",
-            },
-            labels={"compute.googleapis.com/resource_name": node.name},
-        ))
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id="kubelet",
+                resource_type="k8s_node",
+                resource_labels=self.node_resource(node),
+                at_ns=at,
+                severity="INFO",
+                json_payload={
+                    "MESSAGE": f"{glog_prefix('I', at, pid, where)} {message}",
+                    "PRIORITY": "6",
+                    "SYSLOG_FACILITY": "3",
+                    "SYSLOG_IDENTIFIER": "kubelet",
+                    "_BOOT_ID": rand_hex(32, "boot", node.name, node.boot_ns),
+                    "_CMDLINE": "/home/kubernetes/bin/kubelet --v=2 --cloud-provider=external",
+                    "_COMM": "kubelet",
+                    "_EXE": "/home/kubernetes/bin/kubelet",
+                    "_HOSTNAME": node.name,
+                    "_MACHINE_ID": rand_hex(32, "machine", node.name),
+                    "_PID": str(pid),
+                    "_SYSTEMD_UNIT": "kubelet.service",
+                    "_TRANSPORT": "stdout",
+                    "_UID": "0",
+                },
+                labels={"compute.googleapis.com/resource_name": node.name},
+            )
+        )
 
-    def event(self, resource_type: str, resource_labels: dict[str, str], m: float,
-              payload: dict[str, Any], severity: str) -> dict[str, Any]:
-        return self.add(make_entry(
-            self.ctx.project, log_id=EVENTS_LOG, resource_type=resource_type,
-            resource_labels=resource_labels,
-            at_ns=self.ctx.at(m, "event", payload["metadata"]["name"], payload["count"]),
-            severity=severity, json_payload=payload,
-        ))
+    def event(
+        self,
+        resource_type: str,
+        resource_labels: dict[str, str],
+        m: float,
+        payload: dict[str, Any],
+        severity: str,
+    ) -> dict[str, Any]:
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id=EVENTS_LOG,
+                resource_type=resource_type,
+                resource_labels=resource_labels,
+                at_ns=self.ctx.at(m, "event", payload["metadata"]["name"], payload["count"]),
+                severity=severity,
+                json_payload=payload,
+            )
+        )
 
-    def event_node(self, node: Node, m: float, reason: str, message: str, *,
-                   component: str = "node-controller", etype: str = "Normal") -> dict[str, Any]:
+    def event_node(
+        self,
+        node: Node,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        component: str = "node-controller",
+        etype: str = "Normal",
+    ) -> dict[str, Any]:
         at = self.ctx.at(m, "ev", node.name, reason)
         payload = k8s_event_payload(
-            involved={"apiVersion": "v1", "kind": "Node", "name": node.name,
-                      "uid": rand_uuid("node", node.name)},
-            reason=reason, message=message, component=component, etype=etype,
-            first_ns=at, last_ns=at, count=1,
+            involved={
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node.name,
+                "uid": rand_uuid("node", node.name),
+            },
+            reason=reason,
+            message=message,
+            component=component,
+            etype=etype,
+            first_ns=at,
+            last_ns=at,
+            count=1,
             host=node.name if component == "kubelet" else None,
         )
-        return self.event("k8s_node", self.node_resource(node), m, payload,
-                          "WARNING" if etype == "Warning" else "INFO")
+        return self.event(
+            "k8s_node",
+            self.node_resource(node),
+            m,
+            payload,
+            "WARNING" if etype == "Warning" else "INFO",
+        )
 
-    def event_pod(self, pod: Pod, m: float, reason: str, message: str, *,
-                  component: str, etype: str = "Normal", count: int = 1,
-                  first_m: float | None = None) -> dict[str, Any]:
+    def event_pod(
+        self,
+        pod: Pod,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        component: str,
+        etype: str = "Normal",
+        count: int = 1,
+        first_m: float | None = None,
+    ) -> dict[str, Any]:
         ctx = self.ctx
         at = ctx.at(m, "ev", pod.name, reason, count)
         first = ctx.at(first_m, "ev", pod.name, reason, 1) if first_m is not None else at
         payload = k8s_event_payload(
-            involved={"apiVersion": "v1", "kind": "Pod", "name": pod.name,
-                      "namespace": pod.namespace, "uid": pod.uid,
-                      "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name))},
-            reason=reason, message=message, component=component, etype=etype,
-            first_ns=first, last_ns=at, count=count,
+            involved={
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.uid,
+                "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
+            },
+            reason=reason,
+            message=message,
+            component=component,
+            etype=etype,
+            first_ns=first,
+            last_ns=at,
+            count=count,
             host=pod.node.name if component == "kubelet" and pod.node else None,
             namespace=pod.namespace,
         )
-        payload["metadata"]["name"] = (
-            f"{pod.name}.{rand_hex(16, 'event', pod.name, reason, first)}"
-        )
-        res = {"cluster_name": ctx.cluster, "location": ctx.location,
-               "namespace_name": pod.namespace, "pod_name": pod.name, "project_id": ctx.project}
-        return self.event("k8s_pod", res, m, payload,
-                          "WARNING" if etype == "Warning" else "INFO")
+        payload["metadata"]["name"] = f"{pod.name}.{rand_hex(16, 'event', pod.name, reason, first)}"
+        res = {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "namespace_name": pod.namespace,
+            "pod_name": pod.name,
+            "project_id": ctx.project,
+        }
+        return self.event("k8s_pod", res, m, payload, "WARNING" if etype == "Warning" else "INFO")
 
     def audit(self, node: Node, m: float, method: str) -> dict[str, Any]:
         at = self.ctx.at(m, "audit", node.name, method)
-        return self.add(audit_entry(self.ctx.project, node.zone, node.name, node.instance_id,
-                                    method, at))
+        return self.add(
+            audit_entry(self.ctx.project, node.zone, node.name, node.instance_id, method, at)
+        )
 
     def pool_log(self, node: Node, m: float, text: str, severity: str = "INFO") -> dict[str, Any]:
         ctx = self.ctx
-        return self.add(make_entry(
-            ctx.project, log_id=INTERRUPTION_LOG, resource_type="gke_nodepool",
-            resource_labels={"cluster_name": ctx.cluster, "location": ctx.location,
-                             "node_pool_name": node.pool, "project_id": ctx.project},
-            at_ns=ctx.at(m, "pool", node.name, text[:20]), severity=severity, text=text,
-        ))
+        return self.add(
+            make_entry(
+                ctx.project,
+                log_id=INTERRUPTION_LOG,
+                resource_type="gke_nodepool",
+                resource_labels={
+                    "cluster_name": ctx.cluster,
+                    "location": ctx.location,
+                    "node_pool_name": node.pool,
+                    "project_id": ctx.project,
+                },
+                at_ns=ctx.at(m, "pool", node.name, text[:20]),
+                severity=severity,
+                text=text,
+            )
+        )
 
     def termination_log(self, node: Node, m: float, reason: str = "Host Error") -> dict[str, Any]:
         return self.node_log(
-            node, self.ctx.at(m, "termination", node.name),
+            node,
+            self.ctx.at(m, "termination", node.name),
             f"TerminationEvent: Node '{node.name}' was terminated due to: {reason}",
-            log_id=INTERRUPTION_LOG, severity="ERROR",
+            log_id=INTERRUPTION_LOG,
+            severity="ERROR",
         )
 
     # compound episodes -------------------------------------------------------------
 
-    def host_failure(self, node: Node, m0: float, kernel: list[tuple[str, str]], *,
-                     unknown: int = 4, false: int = 1, auto_restart: bool = True) -> None:
+    def host_failure(
+        self,
+        node: Node,
+        m0: float,
+        kernel: list[tuple[str, str]],
+        *,
+        unknown: int = 4,
+        false: int = 1,
+        auto_restart: bool = True,
+    ) -> None:
         """One host-error episode of ``node`` starting at T+m0 minutes.
 
         ``kernel`` = [(ident, message)] node-journal lines logged just before the crash.
@@ -755,38 +882,54 @@ class Scenario:
         self.termination_log(node, m0 + 0.08)
         down = math.ceil(m0 + 0.1)
         self.outage(node, down, unknown, false)
-        self.event_node(node, m0 + 0.62, "NodeNotReady",
-                        f"Node {node.name} status is now: NodeNotReady")
+        self.event_node(
+            node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
+        )
         if auto_restart:
             self.audit(node, m0 + 1.3, "compute.instances.automaticRestart")
         self.interruption(node.pool, "TerminationEvent", "HostError", down)
 
     def preemption(self, node: Node, m0: float, reason: str = "Eviction") -> None:
         self.audit(node, m0, "compute.instances.preempted")
-        self.pool_log(node, m0 + 0.07,
-                      f"PreemptionEvent: Node '{node.name}' in node pool '{node.pool}' "
-                      "was preempted.")
+        self.pool_log(
+            node,
+            m0 + 0.07,
+            f"PreemptionEvent: Node '{node.name}' in node pool '{node.pool}' was preempted.",
+        )
         down = math.ceil(m0 + 0.1)
         self.outage(node, down, 3, 1)
-        self.event_node(node, m0 + 0.7, "NodeNotReady",
-                        f"Node {node.name} status is now: NodeNotReady")
+        self.event_node(
+            node, m0 + 0.7, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
+        )
         self.interruption(node.pool, "PreemptionEvent", reason, down)
 
     def maintenance(self, node: Node, m0: float) -> None:
-        self.pool_log(node, m0, f"MaintenanceEvent: Node '{node.name}' in node pool "
-                                f"'{node.pool}' is undergoing host maintenance.")
+        self.pool_log(
+            node,
+            m0,
+            f"MaintenanceEvent: Node '{node.name}' in node pool "
+            f"'{node.pool}' is undergoing host maintenance.",
+        )
         self.audit(node, m0 + 0.1, "compute.instances.terminateOnHostMaintenance")
         down = math.ceil(m0 + 0.2)
         self.outage(node, down, 4, 1)
-        self.event_node(node, m0 + 0.75, "NodeNotReady",
-                        f"Node {node.name} status is now: NodeNotReady")
+        self.event_node(
+            node, m0 + 0.75, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
+        )
         self.interruption(node.pool, "MaintenanceEvent", "HW/SW Maintenance", down)
 
     # noise -------------------------------------------------------------------------
 
-    def training_noise(self, spec: JobSetSpec, style: str, *, every: int = 4,
-                       checkpoint_every: int = 20, workers: bool = True,
-                       quiet: Iterable[tuple[int, int]] = ()) -> None:
+    def training_noise(
+        self,
+        spec: JobSetSpec,
+        style: str,
+        *,
+        every: int = 4,
+        checkpoint_every: int = 20,
+        workers: bool = True,
+        quiet: Iterable[tuple[int, int]] = (),
+    ) -> None:
         """Ordinary INFO lines from the coordinator (and a few from other workers).
 
         Nothing is logged in the ``quiet`` minute ranges [a, b) (a hung job) nor while a pod
@@ -794,8 +937,7 @@ class Scenario:
         from the last checkpoint the previous one saved.
         """
         quiet = list(quiet)
-        steps_per_min = {"maxtext": 27, "megatron": 14, "hf": 9, "diffusion": 130, "jax": 22}[
-            style]
+        steps_per_min = {"maxtext": 27, "megatron": 14, "hf": 9, "diffusion": 130, "jax": 22}[style]
         last_ckpt: int | None = None
         for attempt in sorted({p.attempt for p in self.pods if p.spec is spec}):
             group = [p for p in self.pods if p.spec is spec and p.attempt == attempt]
@@ -827,20 +969,27 @@ class Scenario:
                 if k % checkpoint_every == checkpoint_every - 1:
                     last_ckpt = step
                     if m >= FIRST_MINUTE:
-                        self.container_log(coord, m + 0.8,
-                                           checkpoint_line(style, step, spec, self.ctx),
-                                           key=("ckpt", m))
+                        self.container_log(
+                            coord,
+                            m + 0.8,
+                            checkpoint_line(style, step, spec, self.ctx),
+                            key=("ckpt", m),
+                        )
                 if m < FIRST_MINUTE or k % every != 1:
                     continue
-                self.container_log(coord, m + 0.55, train_line(style, step, coord, self.ctx),
-                                   key=("train", m))
+                self.container_log(
+                    coord, m + 0.55, train_line(style, step, coord, self.ctx), key=("train", m)
+                )
                 if workers and k % (every * 4) == 1:
                     for other in group:
-                        if not other.coordinator and other.p == 1 and other.phase_at(m) == \
-                                "Running":
-                            self.container_log(other, m + 0.58,
-                                               worker_line(style, step, other),
-                                               key=("worker", m))
+                        if (
+                            not other.coordinator
+                            and other.p == 1
+                            and other.phase_at(m) == "Running"
+                        ):
+                            self.container_log(
+                                other, m + 0.58, worker_line(style, step, other), key=("worker", m)
+                            )
 
     def startup_lines(self, pod: Pod, m: float, style: str, resume: int) -> None:
         spec = pod.spec
@@ -877,16 +1026,21 @@ class Scenario:
         if style in ("megatron", "hf", "diffusion"):
             ip = pod.ip
             self.container_log(
-                pod, m + 0.15,
+                pod,
+                m + 0.15,
                 f"{pod.name}:{rand_int(100, 999, 'pid', pod.name)}:"
                 f"{rand_int(100, 999, 'pid2', pod.name)} [0] NCCL INFO Bootstrap : "
-                f"Using eth0:{ip}<0>", key="nccl-info")
+                f"Using eth0:{ip}<0>",
+                key="nccl-info",
+            )
             self.container_log(
-                pod, m + 0.16,
+                pod,
+                m + 0.16,
                 f"{pod.name}:{rand_int(100, 999, 'pid', pod.name)}:"
                 f"{rand_int(100, 999, 'pid2', pod.name)} [0] NCCL INFO comm 0x5589a2c0 "
                 f"rank 0 nranks {8 * spec.size} cudaDev 0 nvmlDev 0 busId 4000 - Init COMPLETE",
-                key="nccl-info2")
+                key="nccl-info2",
+            )
 
     def kubelet_noise(self, every: int = 29) -> None:
         for i, node in enumerate(self.nodes):
@@ -894,13 +1048,16 @@ class Scenario:
                 if node.not_ready.get(m):
                     continue
                 if (m + i) % 2:
-                    self.kubelet_journal(node, m + 0.3, "SyncLoop (PLEG): event for pod",
-                                         "kubelet.go:2462")
+                    self.kubelet_journal(
+                        node, m + 0.3, "SyncLoop (PLEG): event for pod", "kubelet.go:2462"
+                    )
                 else:
                     self.kubelet_journal(
-                        node, m + 0.3,
-                        "\"Image garbage collection succeeded\" freedBytes=0",
-                        "image_gc_manager.go:392")
+                        node,
+                        m + 0.3,
+                        '"Image garbage collection succeeded" freedBytes=0',
+                        "image_gc_manager.go:392",
+                    )
 
     # output ------------------------------------------------------------------------
 
@@ -909,8 +1066,9 @@ class Scenario:
         minutes = range(FIRST_MINUTE, LAST_MINUTE + 1)
         out: list[str] = []
 
-        def family(name: str, series: Iterable[tuple[dict[str, str], Callable[[int], Any]]],
-                   help_text: str) -> None:
+        def family(
+            name: str, series: Iterable[tuple[dict[str, str], Callable[[int], Any]]], help_text: str
+        ) -> None:
             out.append(f"# HELP {name} {help_text}")
             out.append(f"# TYPE {name} gauge")
             for labels, value_at in series:
@@ -923,65 +1081,105 @@ class Scenario:
 
         def restarts_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for name, (before, steps) in sorted(self.restarts.items()):
-                yield ({"cluster": ctx.cluster, "namespace": ctx.namespace, "jobset_name": name},
-                       lambda m, b=before, s=steps: b + sum(1 for x in s if x <= m))
+                yield (
+                    {"cluster": ctx.cluster, "namespace": ctx.namespace, "jobset_name": name},
+                    lambda m, b=before, s=steps: b + sum(1 for x in s if x <= m),
+                )
 
-        family("kube_jobset_restarts", restarts_series(),
-               "JobSet status.restarts (lifetime total).")
+        family(
+            "kube_jobset_restarts", restarts_series(), "JobSet status.restarts (lifetime total)."
+        )
 
         def interruption_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for (pool, itype, reason), (initial, steps) in sorted(self.interruptions.items()):
                 first = FIRST_MINUTE if initial is not None else min(steps)
 
-                def value(m: int, i: int | None = initial, s: list[int] = steps,
-                          f: int = first) -> int | None:
+                def value(
+                    m: int, i: int | None = initial, s: list[int] = steps, f: int = first
+                ) -> int | None:
                     if m < f:
                         return None
                     return (i or 0) + sum(1 for x in s if x <= m)
 
-                yield ({"cluster_name": ctx.cluster, "node_pool_name": pool,
-                        "interruption_type": itype, "interruption_reason": reason}, value)
+                yield (
+                    {
+                        "cluster_name": ctx.cluster,
+                        "node_pool_name": pool,
+                        "interruption_type": itype,
+                        "interruption_reason": reason,
+                    },
+                    value,
+                )
 
         if self.interruptions:
-            family("kubernetes_io:node_pool_interruption_count", interruption_series(),
-                   "Node pool interruptions (cumulative per label set).")
+            family(
+                "kubernetes_io:node_pool_interruption_count",
+                interruption_series(),
+                "Node pool interruptions (cumulative per label set).",
+            )
 
         def node_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for node in sorted(self.nodes, key=lambda n: n.name):
                 for status in ("False", "True", "Unknown"):
-                    yield ({"cluster_name": ctx.cluster, "node_name": node.name,
-                            "node_pool_name": node.pool, "condition": "Ready", "status": status},
-                           lambda m, n=node, st=status: int(n.not_ready.get(m, "True") == st))
+                    yield (
+                        {
+                            "cluster_name": ctx.cluster,
+                            "node_name": node.name,
+                            "node_pool_name": node.pool,
+                            "condition": "Ready",
+                            "status": status,
+                        },
+                        lambda m, n=node, st=status: int(n.not_ready.get(m, "True") == st),
+                    )
 
-        family("kubernetes_io:node_status_condition", node_series(),
-               "Node Ready condition, 1 for the current status.")
+        family(
+            "kubernetes_io:node_status_condition",
+            node_series(),
+            "Node Ready condition, 1 for the current status.",
+        )
 
         # Pod metrics cover the workload's pods only, as the workflow's pod=~"<workload>.*"
         # queries return them.
-        pods = sorted((p for p in self.pods if p.name.startswith(ctx.workload + "-")),
-                      key=lambda p: p.name)
+        pods = sorted(
+            (p for p in self.pods if p.name.startswith(ctx.workload + "-")), key=lambda p: p.name
+        )
 
         def phase_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for pod in pods:
                 for phase in PHASES:
-                    yield ({"cluster": ctx.cluster, "namespace": pod.namespace, "pod": pod.name,
-                            "phase": phase},
-                           lambda m, p=pod, ph=phase: None if p.phase_at(m) is None
-                           else int(p.phase_at(m) == ph))
+                    yield (
+                        {
+                            "cluster": ctx.cluster,
+                            "namespace": pod.namespace,
+                            "pod": pod.name,
+                            "phase": phase,
+                        },
+                        lambda m, p=pod, ph=phase: (
+                            None if p.phase_at(m) is None else int(p.phase_at(m) == ph)
+                        ),
+                    )
 
         family("kube_pod_status_phase", phase_series(), "Pod phase, 1 for the current phase.")
 
         def unsched_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for pod in (p for p in pods if p.unsched):
-                yield ({"cluster_name": ctx.cluster, "namespace_name": pod.namespace,
-                        "pod_name": pod.name},
-                       lambda m, p=pod: None if p.phase_at(m) is None else int(p.unsched_at(m)))
+                yield (
+                    {
+                        "cluster_name": ctx.cluster,
+                        "namespace_name": pod.namespace,
+                        "pod_name": pod.name,
+                    },
+                    lambda m, p=pod: None if p.phase_at(m) is None else int(p.unsched_at(m)),
+                )
 
         # Only pods that are unschedulable at some point get a series (0/1 over their
         # lifetime); a missing series means the pod was never unschedulable.
         if any(p.unsched for p in pods):
-            family("kubernetes_io:pod_status_unschedulable", unsched_series(),
-                   "1 while the pod is unschedulable.")
+            family(
+                "kubernetes_io:pod_status_unschedulable",
+                unsched_series(),
+                "1 while the pod is unschedulable.",
+            )
         out.append("# EOF")
         return "\n".join(out) + "\n"
 
@@ -995,7 +1193,8 @@ class Scenario:
                 "beta.kubernetes.io/instance-type": node.machine,
                 "beta.kubernetes.io/os": "linux",
                 "cloud.google.com/gke-boot-disk": "hyperdisk-balanced"
-                if node.machine.startswith(("a3", "ct6e", "ct5p")) else "pd-balanced",
+                if node.machine.startswith(("a3", "ct6e", "ct5p"))
+                else "pd-balanced",
                 "cloud.google.com/gke-container-runtime": "containerd",
                 "cloud.google.com/gke-cpu-scaling-level": "4",
                 "cloud.google.com/gke-logging-variant": "DEFAULT",
@@ -1026,84 +1225,105 @@ class Scenario:
             status = node.not_ready.get(LAST_MINUTE, "True")
             hb = ctx.at(LAST_MINUTE - 0.2, "hb", node.name)
             cpu = node.capacity.get("cpu", "8")
-            capacity = {"cpu": cpu, "ephemeral-storage": "98831908Ki",
-                        "hugepages-1Gi": "0", "hugepages-2Mi": "0",
-                        "memory": node.capacity.get("memory", "32876680Ki"), "pods": "110"}
+            capacity = {
+                "cpu": cpu,
+                "ephemeral-storage": "98831908Ki",
+                "hugepages-1Gi": "0",
+                "hugepages-2Mi": "0",
+                "memory": node.capacity.get("memory", "32876680Ki"),
+                "pods": "110",
+            }
             capacity.update({k: v for k, v in node.capacity.items() if k not in capacity})
             allocatable = dict(capacity)
             allocatable["cpu"] = f"{int(cpu) * 1000 - 200 - int(cpu) * 10}m"
-            items.append({
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "annotations": {
-                        "container.googleapis.com/instance_id": node.instance_id,
-                        "node.alpha.kubernetes.io/ttl": "0",
-                        "node.gke.io/last-applied-node-labels": ",".join(
-                            f"{k}={v}" for k, v in sorted(labels.items())
-                            if k.startswith("cloud.google.com/gke-")),
-                        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            items.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {
+                        "annotations": {
+                            "container.googleapis.com/instance_id": node.instance_id,
+                            "node.alpha.kubernetes.io/ttl": "0",
+                            "node.gke.io/last-applied-node-labels": ",".join(
+                                f"{k}={v}"
+                                for k, v in sorted(labels.items())
+                                if k.startswith("cloud.google.com/gke-")
+                            ),
+                            "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                        },
+                        "creationTimestamp": fmt_ts(node.created_ns, 0),
+                        "labels": labels,
+                        "name": node.name,
+                        "resourceVersion": str(rand_int(10**7, 10**8, "nrv", node.name)),
+                        "uid": rand_uuid("node", node.name),
                     },
-                    "creationTimestamp": fmt_ts(node.created_ns, 0),
-                    "labels": labels,
-                    "name": node.name,
-                    "resourceVersion": str(rand_int(10**7, 10**8, "nrv", node.name)),
-                    "uid": rand_uuid("node", node.name),
-                },
-                "spec": {
-                    "podCIDR": node.pod_cidr,
-                    "podCIDRs": [node.pod_cidr],
-                    "providerID": f"gce://{node.project}/{node.zone}/{node.name}",
-                    **({"taints": node.taints} if node.taints else {}),
-                },
-                "status": {
-                    "addresses": [
-                        {"address": node.ip, "type": "InternalIP"},
-                        {"address": "", "type": "ExternalIP"},
-                        {"address": node.name, "type": "Hostname"},
-                    ],
-                    "allocatable": allocatable,
-                    "capacity": capacity,
-                    "conditions": node_conditions(node, status, hb),
-                    "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                    "nodeInfo": {
-                        "architecture": "amd64",
-                        "bootID": rand_uuid("boot", node.name, node.boot_ns),
-                        "containerRuntimeVersion": "containerd://1.7.24",
-                        "kernelVersion": "6.6.72+",
-                        "kubeProxyVersion": GKE_VERSION,
-                        "kubeletVersion": GKE_VERSION,
-                        "machineID": rand_hex(32, "machine", node.name),
-                        "operatingSystem": "linux",
-                        "osImage": "Container-Optimized OS from Google",
-                        "systemUUID": rand_uuid("sys", node.name),
+                    "spec": {
+                        "podCIDR": node.pod_cidr,
+                        "podCIDRs": [node.pod_cidr],
+                        "providerID": f"gce://{node.project}/{node.zone}/{node.name}",
+                        **({"taints": node.taints} if node.taints else {}),
                     },
-                },
-            })
-        return {"apiVersion": "v1", "items": items, "kind": "List",
-                "metadata": {"resourceVersion": ""}}
+                    "status": {
+                        "addresses": [
+                            {"address": node.ip, "type": "InternalIP"},
+                            {"address": "", "type": "ExternalIP"},
+                            {"address": node.name, "type": "Hostname"},
+                        ],
+                        "allocatable": allocatable,
+                        "capacity": capacity,
+                        "conditions": node_conditions(node, status, hb),
+                        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                        "nodeInfo": {
+                            "architecture": "amd64",
+                            "bootID": rand_uuid("boot", node.name, node.boot_ns),
+                            "containerRuntimeVersion": "containerd://1.7.24",
+                            "kernelVersion": "6.6.72+",
+                            "kubeProxyVersion": GKE_VERSION,
+                            "kubeletVersion": GKE_VERSION,
+                            "machineID": rand_hex(32, "machine", node.name),
+                            "operatingSystem": "linux",
+                            "osImage": "Container-Optimized OS from Google",
+                            "systemUUID": rand_uuid("sys", node.name),
+                        },
+                    },
+                }
+            )
+        return {
+            "apiVersion": "v1",
+            "items": items,
+            "kind": "List",
+            "metadata": {"resourceVersion": ""},
+        }
 
     def pods_json(self) -> dict[str, Any]:
         items = [pod_item(self, p) for p in self.pods if p.end_m is None]
         items.sort(key=lambda i: (i["metadata"]["namespace"], i["metadata"]["name"]))
-        return {"apiVersion": "v1", "items": items, "kind": "List",
-                "metadata": {"resourceVersion": ""}}
+        return {
+            "apiVersion": "v1",
+            "items": items,
+            "kind": "List",
+            "metadata": {"resourceVersion": ""},
+        }
 
     def scenario_json(self) -> dict[str, Any]:
         c = self.ctx
         return {
             "description": self.description,
-            "context": {"project": c.project, "location": c.location, "cluster": c.cluster,
-                        "namespace": c.namespace, "workload": c.workload,
-                        "issue_time": c.issue_time},
+            "context": {
+                "project": c.project,
+                "location": c.location,
+                "cluster": c.cluster,
+                "namespace": c.namespace,
+                "workload": c.workload,
+                "issue_time": c.issue_time,
+            },
             "expect": self.expect,
         }
 
     def write(self, root: Path) -> dict[str, int]:
         out_dir = root / self.slug
         out_dir.mkdir(parents=True, exist_ok=True)
-        entries = sorted(self.entries, key=lambda e: (e["timestamp"], e["insertId"]),
-                         reverse=True)
+        entries = sorted(self.entries, key=lambda e: (e["timestamp"], e["insertId"]), reverse=True)
         files = {
             "scenario.json": dump(self.scenario_json()),
             "logs.json": dump(entries),
@@ -1127,37 +1347,83 @@ def node_conditions(node: Node, status: str, hb: int) -> list[dict[str, str]]:
     booted = fmt_ts(node.boot_ns + 40 * NS, 0)
     hbs = fmt_ts(hb, 0)
     npd = [
-        ("FrequentContainerdRestart", "NoFrequentContainerdRestart",
-         "containerd is functioning properly"),
+        (
+            "FrequentContainerdRestart",
+            "NoFrequentContainerdRestart",
+            "containerd is functioning properly",
+        ),
         ("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
         ("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"),
-        ("FrequentKubeletRestart", "NoFrequentKubeletRestart",
-         "kubelet is functioning properly"),
-        ("CorruptDockerOverlay2", "NoCorruptDockerOverlay2",
-         "docker overlay2 is functioning properly"),
-        ("FrequentUnregisterNetDevice", "NoFrequentUnregisterNetDevice",
-         "node is functioning properly"),
+        ("FrequentKubeletRestart", "NoFrequentKubeletRestart", "kubelet is functioning properly"),
+        (
+            "CorruptDockerOverlay2",
+            "NoCorruptDockerOverlay2",
+            "docker overlay2 is functioning properly",
+        ),
+        (
+            "FrequentUnregisterNetDevice",
+            "NoFrequentUnregisterNetDevice",
+            "node is functioning properly",
+        ),
     ]
-    out = [{"lastHeartbeatTime": hbs, "lastTransitionTime": booted, "message": msg,
-            "reason": reason, "status": "False", "type": ctype} for ctype, reason, msg in npd]
-    out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": fmt_ts(node.created_ns, 0),
-                "message": "NodeController create implicit route", "reason": "RouteCreated",
-                "status": "False", "type": "NetworkUnavailable"})
+    out = [
+        {
+            "lastHeartbeatTime": hbs,
+            "lastTransitionTime": booted,
+            "message": msg,
+            "reason": reason,
+            "status": "False",
+            "type": ctype,
+        }
+        for ctype, reason, msg in npd
+    ]
+    out.append(
+        {
+            "lastHeartbeatTime": hbs,
+            "lastTransitionTime": fmt_ts(node.created_ns, 0),
+            "message": "NodeController create implicit route",
+            "reason": "RouteCreated",
+            "status": "False",
+            "type": "NetworkUnavailable",
+        }
+    )
     for ctype, reason, msg in [
         ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
         ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
         ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
     ]:
-        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": booted, "message": msg,
-                    "reason": reason, "status": "False", "type": ctype})
+        out.append(
+            {
+                "lastHeartbeatTime": hbs,
+                "lastTransitionTime": booted,
+                "message": msg,
+                "reason": reason,
+                "status": "False",
+                "type": ctype,
+            }
+        )
     if status == "True":
-        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": since,
-                    "message": "kubelet is posting ready status", "reason": "KubeletReady",
-                    "status": "True", "type": "Ready"})
+        out.append(
+            {
+                "lastHeartbeatTime": hbs,
+                "lastTransitionTime": since,
+                "message": "kubelet is posting ready status",
+                "reason": "KubeletReady",
+                "status": "True",
+                "type": "Ready",
+            }
+        )
     else:
-        out.append({"lastHeartbeatTime": hbs, "lastTransitionTime": hbs,
-                    "message": "Kubelet stopped posting node status.",
-                    "reason": "NodeStatusUnknown", "status": status, "type": "Ready"})
+        out.append(
+            {
+                "lastHeartbeatTime": hbs,
+                "lastTransitionTime": hbs,
+                "message": "Kubelet stopped posting node status.",
+                "reason": "NodeStatusUnknown",
+                "status": status,
+                "type": "Ready",
+            }
+        )
     return out
 
 
@@ -1178,7 +1444,8 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
         "imagePullPolicy": "IfNotPresent",
         "name": spec.container,
         "ports": [{"containerPort": 8471, "protocol": "TCP"}]
-        if "google.com/tpu" in spec.resources else [{"containerPort": 29500, "protocol": "TCP"}],
+        if "google.com/tpu" in spec.resources
+        else [{"containerPort": 29500, "protocol": "TCP"}],
         "resources": {"limits": dict(spec.resources), "requests": dict(spec.resources)},
         "terminationMessagePath": "/dev/termination-log",
         "terminationMessagePolicy": "File",
@@ -1200,10 +1467,18 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
         "terminationGracePeriodSeconds": 30,
         "tolerations": [
             *spec.tolerations,
-            {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready",
-             "operator": "Exists", "tolerationSeconds": 300},
-            {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable",
-             "operator": "Exists", "tolerationSeconds": 300},
+            {
+                "effect": "NoExecute",
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "tolerationSeconds": 300,
+            },
+            {
+                "effect": "NoExecute",
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "tolerationSeconds": 300,
+            },
         ],
     }
     if spec.priority_class:
@@ -1212,45 +1487,73 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
     if pod.node is not None and phase != "Pending":
         pod_spec["nodeName"] = pod.node.name
         ready_at = fmt_ts(ctx.at((run_m or 0) + 0.1, "ready", pod.name), 0)
-        status.update({
-            "conditions": [
-                {"lastProbeTime": None, "lastTransitionTime": started,
-                 "status": "True", "type": "PodReadyToStartContainers"},
-                {"lastProbeTime": None, "lastTransitionTime": created, "status": "True",
-                 "type": "Initialized"},
-                {"lastProbeTime": None, "lastTransitionTime": ready_at, "status": "True",
-                 "type": "Ready"},
-                {"lastProbeTime": None, "lastTransitionTime": ready_at, "status": "True",
-                 "type": "ContainersReady"},
-                {"lastProbeTime": None, "lastTransitionTime": created, "status": "True",
-                 "type": "PodScheduled"},
-            ],
-            "containerStatuses": [{
-                "containerID": "containerd://" + rand_hex(64, "cid", pod.name),
-                "image": spec.image,
-                "imageID": spec.image.split(":")[0] + "@sha256:" + rand_hex(64, "img", spec.image),
-                "lastState": {},
-                "name": spec.container,
-                "ready": True,
-                "restartCount": 0,
-                "started": True,
-                "state": {"running": {"startedAt": started}},
-            }],
-            "hostIP": pod.node.ip,
-            "hostIPs": [{"ip": pod.node.ip}],
-            "podIP": pod.ip,
-            "podIPs": [{"ip": pod.ip}],
-            "startTime": created,
-        })
+        status.update(
+            {
+                "conditions": [
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": started,
+                        "status": "True",
+                        "type": "PodReadyToStartContainers",
+                    },
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": created,
+                        "status": "True",
+                        "type": "Initialized",
+                    },
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": ready_at,
+                        "status": "True",
+                        "type": "Ready",
+                    },
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": ready_at,
+                        "status": "True",
+                        "type": "ContainersReady",
+                    },
+                    {
+                        "lastProbeTime": None,
+                        "lastTransitionTime": created,
+                        "status": "True",
+                        "type": "PodScheduled",
+                    },
+                ],
+                "containerStatuses": [
+                    {
+                        "containerID": "containerd://" + rand_hex(64, "cid", pod.name),
+                        "image": spec.image,
+                        "imageID": spec.image.split(":")[0]
+                        + "@sha256:"
+                        + rand_hex(64, "img", spec.image),
+                        "lastState": {},
+                        "name": spec.container,
+                        "ready": True,
+                        "restartCount": 0,
+                        "started": True,
+                        "state": {"running": {"startedAt": started}},
+                    }
+                ],
+                "hostIP": pod.node.ip,
+                "hostIPs": [{"ip": pod.node.ip}],
+                "podIP": pod.ip,
+                "podIPs": [{"ip": pod.ip}],
+                "startTime": created,
+            }
+        )
     else:
-        status["conditions"] = [{
-            "lastProbeTime": None,
-            "lastTransitionTime": created,
-            "message": pod.sched_message or "",
-            "reason": "Unschedulable",
-            "status": "False",
-            "type": "PodScheduled",
-        }]
+        status["conditions"] = [
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": created,
+                "message": pod.sched_message or "",
+                "reason": "Unschedulable",
+                "status": "False",
+                "type": "PodScheduled",
+            }
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -1262,10 +1565,16 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
             "labels": labels,
             "name": pod.name,
             "namespace": pod.namespace,
-            "ownerReferences": [{
-                "apiVersion": "batch/v1", "blockOwnerDeletion": True, "controller": True,
-                "kind": "Job", "name": spec.job_name(pod.j), "uid": pod.job_uid,
-            }],
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "blockOwnerDeletion": True,
+                    "controller": True,
+                    "kind": "Job",
+                    "name": spec.job_name(pod.j),
+                    "uid": pod.job_uid,
+                }
+            ],
             "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
             "uid": pod.uid,
         },
@@ -1280,26 +1589,36 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
 def train_line(style: str, step: int, pod: Pod, ctx: Context) -> str:
     loss = 2.9 * math.exp(-step / 90000) + 1.35 + rand_float(-0.03, 0.03, "loss", step)
     if style == "maxtext":
-        return (f"completed step: {step}, seconds: {rand_float(2.18, 2.26, 's', step):.3f}, "
-                f"TFLOP/s/device: {rand_float(318, 324, 'tf', step):.3f}, "
-                f"Tokens/s/device: {rand_float(3700, 3760, 'tok', step):.3f}, "
-                f"total_weights: 2097152, loss: {loss:.3f}")
+        return (
+            f"completed step: {step}, seconds: {rand_float(2.18, 2.26, 's', step):.3f}, "
+            f"TFLOP/s/device: {rand_float(318, 324, 'tf', step):.3f}, "
+            f"Tokens/s/device: {rand_float(3700, 3760, 'tok', step):.3f}, "
+            f"total_weights: 2097152, loss: {loss:.3f}"
+        )
     if style == "jax":
-        return (f"step={step} loss={loss:.4f} grad_norm={rand_float(0.2, 0.5, 'gn', step):.3f} "
-                f"examples/s={rand_float(880, 905, 'ex', step):.1f}")
+        return (
+            f"step={step} loss={loss:.4f} grad_norm={rand_float(0.2, 0.5, 'gn', step):.3f} "
+            f"examples/s={rand_float(880, 905, 'ex', step):.1f}"
+        )
     if style == "megatron":
-        return (f" iteration {step:>8d}/  320000 | consumed samples: {step * 1024:>12d} | "
-                f"elapsed time per iteration (ms): {rand_float(4180, 4260, 'it', step):.1f} | "
-                f"learning rate: {rand_float(5.9, 6.0, 'lr', step):.3f}E-05 | "
-                f"global batch size:  1024 | lm loss: {loss:.6E} | loss scale: 1.0 | "
-                f"grad norm: {rand_float(0.3, 0.5, 'gn', step):.3f} | "
-                "number of skipped iterations:   0 | number of nan iterations:   0 |")
+        return (
+            f" iteration {step:>8d}/  320000 | consumed samples: {step * 1024:>12d} | "
+            f"elapsed time per iteration (ms): {rand_float(4180, 4260, 'it', step):.1f} | "
+            f"learning rate: {rand_float(5.9, 6.0, 'lr', step):.3f}E-05 | "
+            f"global batch size:  1024 | lm loss: {loss:.6E} | loss scale: 1.0 | "
+            f"grad norm: {rand_float(0.3, 0.5, 'gn', step):.3f} | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |"
+        )
     if style == "hf":
-        return (f"{{'loss': {loss - 0.6:.4f}, 'grad_norm': {rand_float(0.5, 1.2, 'gn', step):.4f}, "
-                f"'learning_rate': {rand_float(1.5, 2.0, 'lr', step):.4e}, "
-                f"'epoch': {step / 40000:.2f}}}")
-    return (f"[rank0] step {step} | loss {loss / 12:.4f} | lr 1.00e-04 | "
-            f"it/s {rand_float(2.2, 2.4, 'its', step):.2f}")
+        return (
+            f"{{'loss': {loss - 0.6:.4f}, 'grad_norm': {rand_float(0.5, 1.2, 'gn', step):.4f}, "
+            f"'learning_rate': {rand_float(1.5, 2.0, 'lr', step):.4e}, "
+            f"'epoch': {step / 40000:.2f}}}"
+        )
+    return (
+        f"[rank0] step {step} | loss {loss / 12:.4f} | lr 1.00e-04 | "
+        f"it/s {rand_float(2.2, 2.4, 'its', step):.2f}"
+    )
 
 
 def worker_line(style: str, step: int, pod: Pod) -> str:
@@ -1329,16 +1648,20 @@ GPU_TAINT = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present
 
 
 def tpu_labels(accel: str, topology: str) -> dict[str, str]:
-    return {"cloud.google.com/gke-tpu-accelerator": accel,
-            "cloud.google.com/gke-tpu-topology": topology,
-            "cloud.google.com/gke-accelerator-count": "4"}
+    return {
+        "cloud.google.com/gke-tpu-accelerator": accel,
+        "cloud.google.com/gke-tpu-topology": topology,
+        "cloud.google.com/gke-accelerator-count": "4",
+    }
 
 
 def gpu_labels(accel: str, count: int = 8) -> dict[str, str]:
-    return {"cloud.google.com/gke-accelerator": accel,
-            "cloud.google.com/gke-accelerator-count": str(count),
-            "cloud.google.com/gke-gpu": "true",
-            "cloud.google.com/gke-gpu-driver-version": "latest"}
+    return {
+        "cloud.google.com/gke-accelerator": accel,
+        "cloud.google.com/gke-accelerator-count": str(count),
+        "cloud.google.com/gke-gpu": "true",
+        "cloud.google.com/gke-gpu-driver-version": "latest",
+    }
 
 
 def tpu_capacity(cpu: int, mem_ki: int) -> dict[str, str]:
@@ -1349,19 +1672,30 @@ def gpu_capacity(cpu: int, mem_ki: int, gpus: int = 8) -> dict[str, str]:
     return {"cpu": str(cpu), "memory": f"{mem_ki}Ki", "nvidia.com/gpu": str(gpus)}
 
 
-def expect(root: str, path: str, suspects: list[dict[str, Any]] | None = None,
-           loop: bool = True) -> dict[str, Any]:
-    return {"restart_loop": loop, "root_cause": root, "remediation_path": path,
-            "suspect_hosts": suspects or []}
+def expect(
+    root: str, path: str, suspects: list[dict[str, Any]] | None = None, loop: bool = True
+) -> dict[str, Any]:
+    return {
+        "restart_loop": loop,
+        "root_cause": root,
+        "remediation_path": path,
+        "suspect_hosts": suspects or [],
+    }
 
 
 # --- scenarios ------------------------------------------------------------------------
 
 
 def scenario_spot_preemption() -> Scenario:
-    ctx = Context(project="acme-ml-spot", location="us-west4", zone="us-west4-a",
-                  cluster="tpu-spot-cluster", namespace="training",
-                  workload="gemma-7b-finetune", issue_time="2026-03-11T14:42:00Z")
+    ctx = Context(
+        project="acme-ml-spot",
+        location="us-west4",
+        zone="us-west4-a",
+        cluster="tpu-spot-cluster",
+        namespace="training",
+        workload="gemma-7b-finetune",
+        issue_time="2026-03-11T14:42:00Z",
+    )
     sc = Scenario(
         "spot-preemption",
         "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
@@ -1370,24 +1704,40 @@ def scenario_spot_preemption() -> Scenario:
         "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
         "carry no gce-topology-host label; their brief NotReady runs are explained by the "
         "preemptions.",
-        ctx, expect("spot_preemption", "avoid_preemption"))
-    common = dict(spot=True, labels=tpu_labels("tpu-v5-lite-podslice", "2x4"),
-                  capacity=tpu_capacity(112, 197990396), taints=TPU_TAINT)
+        ctx,
+        expect("spot_preemption", "avoid_preemption"),
+    )
+    common = dict(
+        spot=True,
+        labels=tpu_labels("tpu-v5-lite-podslice", "2x4"),
+        capacity=tpu_capacity(112, 197990396),
+        taints=TPU_TAINT,
+    )
     pool0 = sc.add_pool("v5e-spot-0", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
     pool1 = sc.add_pool("v5e-spot-1", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
     placement = pool0 + pool1
     spec = JobSetSpec(
-        name=ctx.workload, rjob="slice", replicas=2, parallelism=2, container="jax-tpu",
+        name=ctx.workload,
+        rjob="slice",
+        replicas=2,
+        parallelism=2,
+        container="jax-tpu",
         image="us-docker.pkg.dev/acme-ml-spot/train/gemma-ft:2026.03.02",
         resources={"google.com/tpu": "4"},
-        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
-                       "cloud.google.com/gke-tpu-topology": "2x4",
-                       "cloud.google.com/gke-spot": "true"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x4",
+            "cloud.google.com/gke-spot": "true",
+        },
         tolerations=TPU_TOLERATION,
     )
     # (preemption minute, node, reason, restart minute)
-    events = [(-70.4, pool1[0], "Eviction", -68), (-22.3, pool0[0], "Eviction", -20),
-              (-8.7, pool1[1], "Eviction", -7), (5.6, pool0[1], "Defragmentation", 7)]
+    events = [
+        (-70.4, pool1[0], "Eviction", -68),
+        (-22.3, pool0[0], "Eviction", -20),
+        (-8.7, pool1[1], "Eviction", -7),
+        (5.6, pool0[1], "Defragmentation", 7),
+    ]
     sc.add_jobset(spec, 1, [r for *_, r in events])
     for m0, node, reason, _ in events:
         sc.preemption(node, m0, reason)
@@ -1408,9 +1758,13 @@ def scenario_spot_preemption() -> Scenario:
     for m0, node, _, _ in events:
         coord = sc.coordinator_at(spec, m0)
         if coord and coord.node is not node:
-            sc.container_log(coord, m0 + 0.5,
-                             "Received SIGTERM from the job controller, stopping training loop "
-                             "after the current step", key="sigterm")
+            sc.container_log(
+                coord,
+                m0 + 0.5,
+                "Received SIGTERM from the job controller, stopping training loop "
+                "after the current step",
+                key="sigterm",
+            )
     sc.training_noise(spec, "jax")
     sc.kubelet_noise()
     return sc
@@ -1420,9 +1774,15 @@ FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
 
 
 def scenario_faulty_host() -> Scenario:
-    ctx = Context(project="customer-ai-project-123", location="us-east5", zone="us-east5-a",
-                  cluster="tpu-cluster-prod", namespace="default",
-                  workload="llama3-70b-training", issue_time="2026-05-20T08:15:00Z")
+    ctx = Context(
+        project="customer-ai-project-123",
+        location="us-east5",
+        zone="us-east5-a",
+        cluster="tpu-cluster-prod",
+        namespace="default",
+        workload="llama3-70b-training",
+        issue_time="2026-05-20T08:15:00Z",
+    )
     sc = Scenario(
         "faulty-host",
         "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
@@ -1433,77 +1793,151 @@ def scenario_faulty_host() -> Scenario:
         "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
         "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
         "The other three TPU nodes sit on other hosts and stay healthy.",
-        ctx, expect("faulty_host", "isolate_host",
-                    [{"host": FAULTY_HOST,
-                      "nodes": ["gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"],
-                      "failures": 2}]))
+        ctx,
+        expect(
+            "faulty_host",
+            "isolate_host",
+            [
+                {
+                    "host": FAULTY_HOST,
+                    "nodes": ["gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"],
+                    "failures": 2,
+                }
+            ],
+        ),
+    )
     tpu = sc.add_pool(
-        "tpu-pool", "ct5p-hightpu-4t", 4, pool_hash="3f9a2b1c",
-        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"], hosts=True, host_ids={2: FAULTY_HOST},
-        labels=tpu_labels("tpu-v5p-slice", "2x2x4"), capacity=tpu_capacity(208, 463475916),
-        taints=TPU_TAINT)
+        "tpu-pool",
+        "ct5p-hightpu-4t",
+        4,
+        pool_hash="3f9a2b1c",
+        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"],
+        hosts=True,
+        host_ids={2: FAULTY_HOST},
+        labels=tpu_labels("tpu-v5p-slice", "2x2x4"),
+        capacity=tpu_capacity(208, 463475916),
+        taints=TPU_TAINT,
+    )
     bad = tpu[2]
     spec = JobSetSpec(
-        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="maxtext",
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="maxtext",
         image="us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12",
         resources={"google.com/tpu": "4"},
-        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
-                       "cloud.google.com/gke-tpu-topology": "2x2x4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+            "cloud.google.com/gke-tpu-topology": "2x2x4",
+        },
         tolerations=TPU_TOLERATION,
     )
     ep1, ep2 = -20.3, 4.8
     r1, r2 = -18, 7
     sc.add_jobset(spec, 6, [r1, r2])
-    sc.host_failure(bad, ep1, [
-        ("kernel", "BUG: unable to handle kernel paging request at 0000000000002008"),
-        ("kernel", "#PF: supervisor read access in kernel mode"),
-        ("kernel", "Oops: 0000 [#1] PREEMPT SMP NOPTI"),
-        ("systemd[1]", "node-problem-detector.service: Main process exited, code=exited, "
-                       "status=1/FAILURE"),
-    ])
+    sc.host_failure(
+        bad,
+        ep1,
+        [
+            ("kernel", "BUG: unable to handle kernel paging request at 0000000000002008"),
+            ("kernel", "#PF: supervisor read access in kernel mode"),
+            ("kernel", "Oops: 0000 [#1] PREEMPT SMP NOPTI"),
+            (
+                "systemd[1]",
+                "node-problem-detector.service: Main process exited, code=exited, status=1/FAILURE",
+            ),
+        ],
+    )
     back1 = max(bad.not_ready) + 1
-    sc.host_failure(bad, ep2, [
-        ("kernel", "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
-                   "Source: 0"),
-        ("kernel", "{1}[Hardware Error]: event severity: fatal"),
-        ("kernel", "mce: [Hardware Error]: CPU 47: Machine Check Exception: 5 Bank 12: "
-                   "be00000000800400"),
-        ("kernel", "Kernel panic - not syncing: Fatal machine check"),
-    ])
+    sc.host_failure(
+        bad,
+        ep2,
+        [
+            (
+                "kernel",
+                "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+            ),
+            ("kernel", "{1}[Hardware Error]: event severity: fatal"),
+            (
+                "kernel",
+                "mce: [Hardware Error]: CPU 47: Machine Check Exception: 5 Bank 12: "
+                "be00000000800400",
+            ),
+            ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+        ],
+    )
     back2 = max(bad.not_ready) + 1
-    msg = ("0/4 nodes are available: 1 node(s) had untolerated taint "
-           "{node.kubernetes.io/unreachable: }, 3 Insufficient google.com/tpu. preemption: "
-           "0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
-           "preemption victims found for incoming pod.")
+    msg = (
+        "0/4 nodes are available: 1 node(s) had untolerated taint "
+        "{node.kubernetes.io/unreachable: }, 3 Insufficient google.com/tpu. preemption: "
+        "0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
+        "preemption victims found for incoming pod."
+    )
     sc.attempt(spec, 6, -500, r1, tpu, failed_at={2: math.ceil(ep1)})
-    sc.attempt(spec, 7, r1, r2, tpu, running_from={2: back1 + 1},
-               failed_at={2: math.ceil(ep2)}, unsched={2: (r1, back1)}, sched_message=msg)
-    sc.attempt(spec, 8, r2, None, tpu, running_from={2: back2 + 1}, unsched={2: (r2, back2)},
-               sched_message=msg)
+    sc.attempt(
+        spec,
+        7,
+        r1,
+        r2,
+        tpu,
+        running_from={2: back1 + 1},
+        failed_at={2: math.ceil(ep2)},
+        unsched={2: (r1, back1)},
+        sched_message=msg,
+    )
+    sc.attempt(
+        spec,
+        8,
+        r2,
+        None,
+        tpu,
+        running_from={2: back2 + 1},
+        unsched={2: (r2, back2)},
+        sched_message=msg,
+    )
     for attempt, r, back in ((7, r1, back1), (8, r2, back2)):
         pod = sc.pod(spec, attempt, 2)
-        sc.event_pod(pod, r - 0.84, "FailedScheduling", msg, component="default-scheduler",
-                     etype="Warning")
-        sc.event_pod(pod, back - 0.2, "Scheduled",
-                     f"Successfully assigned {pod.namespace}/{pod.name} to {bad.name}",
-                     component="default-scheduler")
+        sc.event_pod(
+            pod, r - 0.84, "FailedScheduling", msg, component="default-scheduler", etype="Warning"
+        )
+        sc.event_pod(
+            pod,
+            back - 0.2,
+            "Scheduled",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {bad.name}",
+            component="default-scheduler",
+        )
     for m0 in (ep1, ep2):
         coord = sc.coordinator_at(spec, m0)
         if coord:
-            sc.container_log(coord, m0 + 1.1,
-                             "Terminating: job controller requested shutdown (SIGTERM)",
-                             key="sigterm")
-    sc.kubelet_journal(bad, back1 - 0.6, f"\"Successfully registered node\" node=\"{bad.name}\"",
-                       "kubelet_node_status.go:79")
+            sc.container_log(
+                coord,
+                m0 + 1.1,
+                "Terminating: job controller requested shutdown (SIGTERM)",
+                key="sigterm",
+            )
+    sc.kubelet_journal(
+        bad,
+        back1 - 0.6,
+        f'"Successfully registered node" node="{bad.name}"',
+        "kubelet_node_status.go:79",
+    )
     sc.training_noise(spec, "maxtext")
     sc.kubelet_noise()
     return sc
 
 
 def scenario_single_node_failure() -> Scenario:
-    ctx = Context(project="quanta-genai-prod", location="europe-west4", zone="europe-west4-b",
-                  cluster="a3-mega-eu", namespace="ml-jobs", workload="mixtral-8x7b-sft",
-                  issue_time="2026-04-02T21:37:30Z")
+    ctx = Context(
+        project="quanta-genai-prod",
+        location="europe-west4",
+        zone="europe-west4-b",
+        cluster="a3-mega-eu",
+        namespace="ml-jobs",
+        workload="mixtral-8x7b-sft",
+        issue_time="2026-04-02T21:37:30Z",
+    )
     sc = Scenario(
         "single-node-failure",
         "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
@@ -1511,16 +1945,28 @@ def scenario_single_node_failure() -> Scenario:
         "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
         "different node had a similar failure at T-75m, before the window: it must not be "
         "counted. Issue time is not on a whole minute (21:37:30).",
-        ctx, {})
+        ctx,
+        {},
+    )
     nodes = sc.add_pool(
-        "a3mega-pool", "a3-megagpu-8g", 4, hosts=True,
-        labels=gpu_labels("nvidia-h100-mega-80gb"), capacity=gpu_capacity(208, 1918952244),
-        taints=GPU_TAINT)
+        "a3mega-pool",
+        "a3-megagpu-8g",
+        4,
+        hosts=True,
+        labels=gpu_labels("nvidia-h100-mega-80gb"),
+        capacity=gpu_capacity(208, 1918952244),
+        taints=GPU_TAINT,
+    )
     old_bad, bad = nodes[3], nodes[1]
-    sc.expect = expect("host_error", "watch_host",
-                       [{"host": bad.host, "nodes": [bad.name], "failures": 1}])
+    sc.expect = expect(
+        "host_error", "watch_host", [{"host": bad.host, "nodes": [bad.name], "failures": 1}]
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="trainer", replicas=1, parallelism=4, container="trainer",
+        name=ctx.workload,
+        rjob="trainer",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
         image="europe-west4-docker.pkg.dev/quanta-genai-prod/llm/sft-trainer:v0.14.2",
         resources={"nvidia.com/gpu": "8"},
         node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
@@ -1529,16 +1975,33 @@ def scenario_single_node_failure() -> Scenario:
     ep0, ep1 = -75.2, -6.2
     r0, r1 = -73, -4
     sc.add_jobset(spec, 1, [r0, r1])
-    sc.host_failure(old_bad, ep0, [
-        ("kernel", "NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                   "fallen off the bus."),
-    ], unknown=3)
-    sc.host_failure(bad, ep1, [
-        ("kernel", "NVRM: Xid (PCI:0000:97:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                   "fallen off the bus."),
-        ("kernel", "NVRM: GPU 0000:97:00.0: GPU has fallen off the bus."),
-        ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
-    ], unknown=4, false=1)
+    sc.host_failure(
+        old_bad,
+        ep0,
+        [
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                "fallen off the bus.",
+            ),
+        ],
+        unknown=3,
+    )
+    sc.host_failure(
+        bad,
+        ep1,
+        [
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:97:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                "fallen off the bus.",
+            ),
+            ("kernel", "NVRM: GPU 0000:97:00.0: GPU has fallen off the bus."),
+            ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+        ],
+        unknown=4,
+        false=1,
+    )
     back0 = max(m for m in old_bad.not_ready) + 1
     back1 = max(m for m in bad.not_ready) + 1
     sc.attempt(spec, 1, -600, r0, nodes, failed_at={3: math.ceil(ep0)})
@@ -1550,9 +2013,15 @@ def scenario_single_node_failure() -> Scenario:
 
 
 def scenario_maintenance() -> Scenario:
-    ctx = Context(project="northwind-ai", location="us-east4", zone="us-east4-a",
-                  cluster="h100-train-east", namespace="research", workload="dit-xl-diffusion",
-                  issue_time="2026-06-08T03:05:00Z")
+    ctx = Context(
+        project="northwind-ai",
+        location="us-east4",
+        zone="us-east4-a",
+        cluster="h100-train-east",
+        namespace="research",
+        workload="dit-xl-diffusion",
+        issue_time="2026-06-08T03:05:00Z",
+    )
     sc = Scenario(
         "maintenance",
         "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
@@ -1561,14 +2030,27 @@ def scenario_maintenance() -> Scenario:
         "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
         "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
         "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
-        ctx, expect("maintenance", "plan_maintenance"))
+        ctx,
+        expect("maintenance", "plan_maintenance"),
+    )
     nodes = sc.add_pool(
-        "a3-pool", "a3-highgpu-8g", 4, hosts=True, labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020), taints=GPU_TAINT)
+        "a3-pool",
+        "a3-highgpu-8g",
+        4,
+        hosts=True,
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
     nodes[2].labels["cloud.google.com/scheduled-maintenance-time"] = str(
-        ctx.t_ns // NS + 5 * 86400 + 7200)
+        ctx.t_ns // NS + 5 * 86400 + 7200
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="workers", replicas=2, parallelism=2, container="dit",
+        name=ctx.workload,
+        rjob="workers",
+        replicas=2,
+        parallelism=2,
+        container="dit",
         image="us-east4-docker.pkg.dev/northwind-ai/vision/dit-train:1.8.0",
         resources={"nvidia.com/gpu": "8"},
         node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
@@ -1582,8 +2064,7 @@ def scenario_maintenance() -> Scenario:
     back1 = max(nodes[1].not_ready) + 1
     back2 = max(nodes[3].not_ready) + 1
     sc.attempt(spec, 3, -900, r1, nodes, failed_at={1: math.ceil(m1 + 0.2)})
-    sc.attempt(spec, 4, r1, r2, nodes, running_from={1: back1},
-               failed_at={3: math.ceil(m2 + 0.2)})
+    sc.attempt(spec, 4, r1, r2, nodes, running_from={1: back1}, failed_at={3: math.ceil(m2 + 0.2)})
     sc.attempt(spec, 5, r2, None, nodes, running_from={3: back2})
     sc.interruption_constant("a3-pool", "MaintenanceEvent", "AutoUpgrade", 4)
     sc.training_noise(spec, "diffusion")
@@ -1592,9 +2073,15 @@ def scenario_maintenance() -> Scenario:
 
 
 def scenario_capacity() -> Scenario:
-    ctx = Context(project="acme-ml-platform", location="us-east5", zone="us-east5-b",
-                  cluster="tpu-v6e-cluster", namespace="default",
-                  workload="maxtext-v6e-pretrain", issue_time="2026-02-14T11:20:00Z")
+    ctx = Context(
+        project="acme-ml-platform",
+        location="us-east5",
+        zone="us-east5-b",
+        cluster="tpu-v6e-cluster",
+        namespace="default",
+        workload="maxtext-v6e-pretrain",
+        issue_time="2026-02-14T11:20:00Z",
+    )
     sc = Scenario(
         "capacity",
         "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
@@ -1603,51 +2090,105 @@ def scenario_capacity() -> Scenario:
         "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
         "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
         "constant AutoUpgrade series).",
-        ctx, expect("capacity", "add_capacity"))
+        ctx,
+        expect("capacity", "add_capacity"),
+    )
     tpu = sc.add_pool(
-        "v6e-pool", "ct6e-standard-4t", 4, hosts=True, labels=tpu_labels("tpu-v6e-slice", "4x4"),
-        capacity=tpu_capacity(180, 739695076), taints=TPU_TAINT)
+        "v6e-pool",
+        "ct6e-standard-4t",
+        4,
+        hosts=True,
+        labels=tpu_labels("tpu-v6e-slice", "4x4"),
+        capacity=tpu_capacity(180, 739695076),
+        taints=TPU_TAINT,
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="maxtext",
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="maxtext",
         image="us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10",
         resources={"google.com/tpu": "4"},
-        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
-                       "cloud.google.com/gke-tpu-topology": "4x4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
+        },
         tolerations=TPU_TOLERATION,
     )
     other = JobSetSpec(
-        name="priority-eval", rjob="eval", replicas=1, parallelism=4, container="eval",
+        name="priority-eval",
+        rjob="eval",
+        replicas=1,
+        parallelism=4,
+        container="eval",
         image="us-docker.pkg.dev/acme-ml-platform/eval/harness:3.2.1",
-        resources={"google.com/tpu": "4"}, node_selector=dict(spec.node_selector),
-        tolerations=TPU_TOLERATION, priority_class="high-priority-eval",
+        resources={"google.com/tpu": "4"},
+        node_selector=dict(spec.node_selector),
+        tolerations=TPU_TOLERATION,
+        priority_class="high-priority-eval",
     )
     r0, r1 = -41, -27
     sc.add_jobset(spec, 9, [r0, r1])
     sc.add_jobset(other, 0, [])
-    msg = ("0/4 nodes are available: 4 Insufficient google.com/tpu. preemption: 0/4 nodes "
-           "are available: 4 No preemption victims found for incoming pod.")
+    msg = (
+        "0/4 nodes are available: 4 Insufficient google.com/tpu. preemption: 0/4 nodes "
+        "are available: 4 No preemption victims found for incoming pod."
+    )
     sc.attempt(spec, 9, -700, r0, tpu, failed_at={3: r0 - 1})
     sc.attempt(spec, 10, r0, r1, tpu, failed_at={2: r1 - 1})
-    pending = sc.attempt(spec, 11, r1, None, tpu,
-                         running_from={g: None for g in range(4)},
-                         unsched={g: (r1, LAST_MINUTE + 1) for g in range(4)},
-                         sched_message=msg)
-    evals = sc.attempt(other, 0, -28, None, tpu, running_from={g: -26 for g in range(4)},
-                       unsched={g: (-28, -27) for g in range(4)}, sched_message=msg)
+    pending = sc.attempt(
+        spec,
+        11,
+        r1,
+        None,
+        tpu,
+        running_from={g: None for g in range(4)},
+        unsched={g: (r1, LAST_MINUTE + 1) for g in range(4)},
+        sched_message=msg,
+    )
+    evals = sc.attempt(
+        other,
+        0,
+        -28,
+        None,
+        tpu,
+        running_from={g: -26 for g in range(4)},
+        unsched={g: (-28, -27) for g in range(4)},
+        sched_message=msg,
+    )
     for g, pod in enumerate(evals):
-        sc.event_pod(pod, -27.8 + 0.01 * g, "FailedScheduling", msg,
-                     component="default-scheduler", etype="Warning")
-        sc.event_pod(pod, -26.6 + 0.01 * g, "Scheduled",
-                     f"Successfully assigned {pod.namespace}/{pod.name} to {tpu[g].name}",
-                     component="default-scheduler")
+        sc.event_pod(
+            pod,
+            -27.8 + 0.01 * g,
+            "FailedScheduling",
+            msg,
+            component="default-scheduler",
+            etype="Warning",
+        )
+        sc.event_pod(
+            pod,
+            -26.6 + 0.01 * g,
+            "Scheduled",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {tpu[g].name}",
+            component="default-scheduler",
+        )
     for g, pod in enumerate(pending):
         first = r1 + 0.08 + 0.01 * g
         times = [first, first + 1.0, first + 3.1, first + 8.2, first + 18.4, first + 38.6]
         for count, m in enumerate(times, start=1):
             if m > LAST_MINUTE:
                 break
-            sc.event_pod(pod, m, "FailedScheduling", msg, component="default-scheduler",
-                         etype="Warning", count=count, first_m=first)
+            sc.event_pod(
+                pod,
+                m,
+                "FailedScheduling",
+                msg,
+                component="default-scheduler",
+                etype="Warning",
+                count=count,
+                first_m=first,
+            )
     sc.training_noise(spec, "maxtext")
     sc.kubelet_noise()
     return sc
@@ -1662,39 +2203,63 @@ def nccl_failure_lines(ctx: Context, pod: Pod, m: float, seq: int) -> list[tuple
     pid = rand_int(2000, 9000, "pid", pod.name)
     ms = 1_000_000
     raw: list[tuple[int, str]] = [
-        (t, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog caught "
+        (
+            t,
+            f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog caught "
             f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
             "NumelIn=268435456, NumelOut=268435456, Timeout(ms)=600000) ran for "
-            f"{600000 + rand_int(20, 120, 'ran', seq)} milliseconds before timing out."),
-        (t + 2 * ms, f"{c10_prefix(0, 'E', t + 2 * ms, 'ProcessGroupNCCL.cpp:1664')} "
-                     f"[PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error or "
-                     f"timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: "
-                     f"{seq}, last completed NCCL work: {seq - 1}."),
-        (t + 3 * ms, f"{c10_prefix(0, 'E', t + 3 * ms, 'ProcessGroupNCCL.cpp:1709')} "
-                     "Some NCCL operations have failed or timed out. Due to the asynchronous "
-                     "nature of CUDA kernels, subsequent GPU operations might run on "
-                     "corrupted/incomplete data."),
-        (t + 4 * ms, f"{c10_prefix(0, 'E', t + 4 * ms, 'ProcessGroupNCCL.cpp:1715')} To "
-                     "avoid data inconsistency, we are taking the entire process down."),
+            f"{600000 + rand_int(20, 120, 'ran', seq)} milliseconds before timing out.",
+        ),
+        (
+            t + 2 * ms,
+            f"{c10_prefix(0, 'E', t + 2 * ms, 'ProcessGroupNCCL.cpp:1664')} "
+            f"[PG ID 0 PG GUID 0(default_pg) Rank 0] Exception (either an error or "
+            f"timeout) detected by watchdog at work: {seq}, last enqueued NCCL work: "
+            f"{seq}, last completed NCCL work: {seq - 1}.",
+        ),
+        (
+            t + 3 * ms,
+            f"{c10_prefix(0, 'E', t + 3 * ms, 'ProcessGroupNCCL.cpp:1709')} "
+            "Some NCCL operations have failed or timed out. Due to the asynchronous "
+            "nature of CUDA kernels, subsequent GPU operations might run on "
+            "corrupted/incomplete data.",
+        ),
+        (
+            t + 4 * ms,
+            f"{c10_prefix(0, 'E', t + 4 * ms, 'ProcessGroupNCCL.cpp:1715')} To "
+            "avoid data inconsistency, we are taking the entire process down.",
+        ),
         (t + 9 * ms, "terminate called after throwing an instance of 'c10::DistBackendError'"),
-        (t + 6812 * ms, f"[{py_stamp(t + 6812 * ms)}] "
-                        "torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
-                        f"(exitcode: -6) local_rank: 0 (pid: {pid}) of binary: "
-                        "/usr/bin/python3"),
+        (
+            t + 6812 * ms,
+            f"[{py_stamp(t + 6812 * ms)}] "
+            "torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+            f"(exitcode: -6) local_rank: 0 (pid: {pid}) of binary: "
+            "/usr/bin/python3",
+        ),
         (t + 7390 * ms, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "),
-        (t + 7391 * ms, f"train.py FAILED\n  time      : {dt(t):%Y-%m-%d_%H:%M:%S}\n"
-                        f"  host      : {pod.name}\n"
-                        f"  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: {pid})\n"
-                        f"  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by "
-                        f"PID {pid}"),
+        (
+            t + 7391 * ms,
+            f"train.py FAILED\n  time      : {dt(t):%Y-%m-%d_%H:%M:%S}\n"
+            f"  host      : {pod.name}\n"
+            f"  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: {pid})\n"
+            f"  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by "
+            f"PID {pid}",
+        ),
     ]
     return [(at + rand_int(400_000, 3_000_000, "lag", at), text) for at, text in raw]
 
 
 def scenario_nccl_hang() -> Scenario:
-    ctx = Context(project="neox-research-7781", location="us-central1-a", zone="us-central1-a",
-                  cluster="a100-cluster", namespace="llm", workload="gpt-neox-pretrain",
-                  issue_time="2026-01-27T16:48:00Z")
+    ctx = Context(
+        project="neox-research-7781",
+        location="us-central1-a",
+        zone="us-central1-a",
+        cluster="a100-cluster",
+        namespace="llm",
+        workload="gpt-neox-pretrain",
+        issue_time="2026-01-27T16:48:00Z",
+    )
     sc = Scenario(
         "nccl-application-hang",
         "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
@@ -1705,16 +2270,28 @@ def scenario_nccl_hang() -> Scenario:
         "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
         "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
         "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
-        ctx, expect("application", "inspect_application"))
+        ctx,
+        expect("application", "inspect_application"),
+    )
     nodes = sc.add_pool(
-        "a100-pool", "a2-ultragpu-8g", 4, labels=gpu_labels("nvidia-a100-80gb"),
-        capacity=gpu_capacity(96, 1391821596), taints=GPU_TAINT)
+        "a100-pool",
+        "a2-ultragpu-8g",
+        4,
+        labels=gpu_labels("nvidia-a100-80gb"),
+        capacity=gpu_capacity(96, 1391821596),
+        taints=GPU_TAINT,
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="workers", replicas=1, parallelism=4, container="pytorch",
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="pytorch",
         image="us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124",
         resources={"nvidia.com/gpu": "8"},
         node_selector={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"},
-        tolerations=GPU_TOLERATION, coordinator_label=True,
+        tolerations=GPU_TOLERATION,
+        coordinator_label=True,
     )
     restarts = [-39, -19, 1, 21]  # -39 is before the window
     sc.add_jobset(spec, 1, restarts)
@@ -1735,13 +2312,22 @@ def scenario_nccl_hang() -> Scenario:
         tw = ctx.at(fail_m - 0.05, "wk", worker.name)
         rank = 16
         for offset, text in (
-            (0, f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
-                "send, connection reset by peer"),
-            (4, f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
-                f"allreduce/{seq} timeout after 600 seconds"),
-            (9, f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
+            (
+                0,
+                f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
+                "send, connection reset by peer",
+            ),
+            (
+                4,
+                f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
+                f"allreduce/{seq} timeout after 600 seconds",
+            ),
+            (
+                9,
+                f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
                 f"[ERROR] Child process {rand_int(2000, 9000, 'cp', worker.name)} died with "
-                "exit code 1"),
+                "exit code 1",
+            ),
         ):
             at = tw + offset * NS + rand_int(400_000, 3_000_000, "lag", tw, offset)
             sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
@@ -1750,25 +2336,44 @@ def scenario_nccl_hang() -> Scenario:
 
 
 def scenario_no_restarts() -> Scenario:
-    ctx = Context(project="acme-ml-platform", location="us-central2-b", zone="us-central2-b",
-                  cluster="tpu-v4-research", namespace="team-nlp", workload="t5-xxl-pretrain",
-                  issue_time="2026-07-03T09:00:00Z")
+    ctx = Context(
+        project="acme-ml-platform",
+        location="us-central2-b",
+        zone="us-central2-b",
+        cluster="tpu-v4-research",
+        namespace="team-nlp",
+        workload="t5-xxl-pretrain",
+        issue_time="2026-07-03T09:00:00Z",
+    )
     sc = Scenario(
         "no-restarts",
         "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
         "4 from T-62m on (the last restart happened before the window) and flat through the "
         "window, so there is no restart loop. Another JobSet in the same namespace "
         "(data-prep-sharder) does restart inside the window and must be ignored.",
-        ctx, expect("no_restart_loop", "none", loop=False))
+        ctx,
+        expect("no_restart_loop", "none", loop=False),
+    )
     tpu = sc.add_pool(
-        "v4-pool", "ct4p-hightpu-4t", 4, labels=tpu_labels("tpu-v4-podslice", "2x2x4"),
-        capacity=tpu_capacity(240, 421573588), taints=TPU_TAINT)
+        "v4-pool",
+        "ct4p-hightpu-4t",
+        4,
+        labels=tpu_labels("tpu-v4-podslice", "2x2x4"),
+        capacity=tpu_capacity(240, 421573588),
+        taints=TPU_TAINT,
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="slice", replicas=1, parallelism=4, container="t5x",
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="t5x",
         image="us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3",
         resources={"google.com/tpu": "4"},
-        node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
-                       "cloud.google.com/gke-tpu-topology": "2x2x4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x2x4",
+        },
         tolerations=TPU_TOLERATION,
     )
     sc.add_jobset(spec, 3, [-62])
@@ -1782,21 +2387,38 @@ def scenario_no_restarts() -> Scenario:
 
 
 def scenario_unknown() -> Scenario:
-    ctx = Context(project="orbital-ml-dev", location="asia-southeast1",
-                  zone="asia-southeast1-b", cluster="l4-dev-cluster", namespace="default",
-                  workload="whisper-large-ft", issue_time="2026-09-15T23:55:00Z")
+    ctx = Context(
+        project="orbital-ml-dev",
+        location="asia-southeast1",
+        zone="asia-southeast1-b",
+        cluster="l4-dev-cluster",
+        namespace="default",
+        workload="whisper-large-ft",
+        issue_time="2026-09-15T23:55:00Z",
+    )
     sc = Scenario(
         "unknown",
         "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
         "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
         "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
         "The data crosses midnight UTC.",
-        ctx, expect("unknown", "inspect_application"))
+        ctx,
+        expect("unknown", "inspect_application"),
+    )
     nodes = sc.add_pool(
-        "l4-pool", "g2-standard-48", 4, labels=gpu_labels("nvidia-l4", 4),
-        capacity=gpu_capacity(48, 197972452, 4), taints=GPU_TAINT)
+        "l4-pool",
+        "g2-standard-48",
+        4,
+        labels=gpu_labels("nvidia-l4", 4),
+        capacity=gpu_capacity(48, 197972452, 4),
+        taints=GPU_TAINT,
+    )
     spec = JobSetSpec(
-        name=ctx.workload, rjob="workers", replicas=1, parallelism=4, container="trainer",
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
         image="asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1",
         resources={"nvidia.com/gpu": "4"},
         node_selector={"cloud.google.com/gke-accelerator": "nvidia-l4"},
@@ -1810,14 +2432,24 @@ def scenario_unknown() -> Scenario:
     sc.training_noise(spec, "hf", every=3)
     for k, r in enumerate((r1, r2)):
         pod = next(p for p in sc.pods if p.attempt == k and p.p == (3 if k == 0 else 0))
-        sc.container_log(pod, r - 1.4,
-                         "UserWarning: torch.utils.checkpoint: the use_reentrant parameter "
-                         "should be passed explicitly.", stderr=True, key="warn")
-        sc.container_log(pod, r - 1.2,
-                         "audio shard gs://orbital-ml-dev-asr/shards/train-00417.tar: 3 "
-                         "samples skipped (empty transcript)", key="skip")
-        sc.event_pod(pod, r - 0.6, "Killing", f"Stopping container {spec.container}",
-                     component="kubelet")
+        sc.container_log(
+            pod,
+            r - 1.4,
+            "UserWarning: torch.utils.checkpoint: the use_reentrant parameter "
+            "should be passed explicitly.",
+            stderr=True,
+            key="warn",
+        )
+        sc.container_log(
+            pod,
+            r - 1.2,
+            "audio shard gs://orbital-ml-dev-asr/shards/train-00417.tar: 3 "
+            "samples skipped (empty transcript)",
+            key="skip",
+        )
+        sc.event_pod(
+            pod, r - 0.6, "Killing", f"Stopping container {spec.container}", component="kubelet"
+        )
     sc.kubelet_noise(every=13)
     return sc
 
@@ -1838,29 +2470,60 @@ SCENARIOS: list[Callable[[], Scenario]] = [
 
 
 def build_signals() -> dict[str, dict[str, Any]]:
-    ctx = Context(project="customer-ai-project-123", location="us-east5", zone="us-east5-a",
-                  cluster="tpu-cluster-prod", namespace="default",
-                  workload="llama3-70b-training", issue_time="2026-05-20T08:15:00Z")
+    ctx = Context(
+        project="customer-ai-project-123",
+        location="us-east5",
+        zone="us-east5-a",
+        cluster="tpu-cluster-prod",
+        namespace="default",
+        workload="llama3-70b-training",
+        issue_time="2026-05-20T08:15:00Z",
+    )
     sc = Scenario("signals", "", ctx, {})
-    tpu = sc.add_pool("tpu-pool", "ct5p-hightpu-4t", 4, pool_hash="3f9a2b1c",
-                      suffixes=["m4p8", "r2d6", "x7k2", "w9c3"], hosts=True,
-                      host_ids={2: FAULTY_HOST})
+    tpu = sc.add_pool(
+        "tpu-pool",
+        "ct5p-hightpu-4t",
+        4,
+        pool_hash="3f9a2b1c",
+        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"],
+        hosts=True,
+        host_ids={2: FAULTY_HOST},
+    )
     node = tpu[2]
     tspec = JobSetSpec(
-        name="llama3-70b-training", rjob="slice", replicas=2, parallelism=2,
-        container="maxtext", image="us-docker.pkg.dev/x/maxtext:1",
-        resources={"google.com/tpu": "4"}, node_selector={}, tolerations=[],
+        name="llama3-70b-training",
+        rjob="slice",
+        replicas=2,
+        parallelism=2,
+        container="maxtext",
+        image="us-docker.pkg.dev/x/maxtext:1",
+        resources={"google.com/tpu": "4"},
+        node_selector={},
+        tolerations=[],
     )
     tpods = sc.attempt(tspec, 3, -30, None, tpu)
-    gctx = Context(project="neox-research-7781", location="us-central1-a",
-                   zone="us-central1-a", cluster="a100-cluster", namespace="llm",
-                   workload="gpt-neox-pretrain", issue_time="2026-01-27T16:48:00Z")
+    gctx = Context(
+        project="neox-research-7781",
+        location="us-central1-a",
+        zone="us-central1-a",
+        cluster="a100-cluster",
+        namespace="llm",
+        workload="gpt-neox-pretrain",
+        issue_time="2026-01-27T16:48:00Z",
+    )
     gs = Scenario("signals-gpu", "", gctx, {})
     gnodes = gs.add_pool("a100-pool", "a2-ultragpu-8g", 4)
     gspec = JobSetSpec(
-        name="gpt-neox-pretrain", rjob="workers", replicas=1, parallelism=4,
-        container="pytorch", image="x", resources={"nvidia.com/gpu": "8"}, node_selector={},
-        tolerations=[], coordinator_label=True,
+        name="gpt-neox-pretrain",
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="pytorch",
+        image="x",
+        resources={"nvidia.com/gpu": "8"},
+        node_selector={},
+        tolerations=[],
+        coordinator_label=True,
     )
     gpods = gs.attempt(gspec, 2, -30, None, gnodes)
     out: dict[str, dict[str, Any]] = {}
@@ -1871,171 +2534,439 @@ def build_signals() -> dict[str, dict[str, Any]]:
     node_exp = {"node": node.name, "cluster": ctx.cluster}
 
     # --- interruptions
-    add("preemption_gke_nodepool", sc.pool_log(
-        node, -3.1, f"PreemptionEvent: Node '{node.name}' in node pool 'tpu-pool' was "
-        "preempted."), kind="preemption", node_pool="tpu-pool", **node_exp)
-    add("preemption_gce_audit", sc.audit(node, -3.2, "compute.instances.preempted"),
-        kind="preemption", instance=node.name, node=node.name, zone=ctx.zone)
-    add("maintenance_gke_nodepool", sc.pool_log(
-        node, -2.9, f"MaintenanceEvent: Node '{node.name}' in node pool 'tpu-pool' is "
-        "undergoing host maintenance."), kind="maintenance", node_pool="tpu-pool", **node_exp)
-    add("maintenance_gce_migrate_on_host_maintenance",
+    add(
+        "preemption_gke_nodepool",
+        sc.pool_log(
+            node,
+            -3.1,
+            f"PreemptionEvent: Node '{node.name}' in node pool 'tpu-pool' was preempted.",
+        ),
+        kind="preemption",
+        node_pool="tpu-pool",
+        **node_exp,
+    )
+    add(
+        "preemption_gce_audit",
+        sc.audit(node, -3.2, "compute.instances.preempted"),
+        kind="preemption",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "maintenance_gke_nodepool",
+        sc.pool_log(
+            node,
+            -2.9,
+            f"MaintenanceEvent: Node '{node.name}' in node pool 'tpu-pool' is "
+            "undergoing host maintenance.",
+        ),
+        kind="maintenance",
+        node_pool="tpu-pool",
+        **node_exp,
+    )
+    add(
+        "maintenance_gce_migrate_on_host_maintenance",
         sc.audit(node, -2.8, "compute.instances.migrateOnHostMaintenance"),
-        kind="maintenance", instance=node.name, node=node.name, zone=ctx.zone)
-    add("maintenance_gce_terminate_on_host_maintenance",
+        kind="maintenance",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "maintenance_gce_terminate_on_host_maintenance",
         sc.audit(node, -2.7, "compute.instances.terminateOnHostMaintenance"),
-        kind="maintenance", instance=node.name, node=node.name, zone=ctx.zone)
-    add("termination_k8s_node_host_error", sc.termination_log(node, -2.5),
-        kind="termination", reason="Host Error", **node_exp)
+        kind="maintenance",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "termination_k8s_node_host_error",
+        sc.termination_log(node, -2.5),
+        kind="termination",
+        reason="Host Error",
+        **node_exp,
+    )
     # --- host faults
-    add("host_error_gce_audit", sc.audit(node, -2.6, "compute.instances.hostError"),
-        kind="host_error", instance=node.name, node=node.name, zone=ctx.zone)
-    add("automatic_restart_gce_audit", sc.audit(node, -1.2, "compute.instances.automaticRestart"),
-        kind="automatic_restart", instance=node.name, node=node.name, zone=ctx.zone)
-    add("guest_terminate_gce_audit", sc.audit(node, -1.0, "compute.instances.guestTerminate"),
-        kind="guest_terminate", instance=node.name, node=node.name, zone=ctx.zone)
-    add("node_not_ready_event_node_controller", sc.event_node(
-        node, -2.4, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"),
-        kind="node_not_ready", **node_exp)
-    add("node_not_ready_event_kubelet", sc.event_node(
-        node, -2.3, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady",
-        component="kubelet"), kind="node_not_ready", **node_exp)
-    add("kernel_panic_node_journal", sc.kernel_line(
-        node, -2.7, "Kernel panic - not syncing: Fatal exception in interrupt", key="panic"),
-        kind="kernel_panic", **node_exp)
-    add("kernel_bug_paging_request", sc.kernel_line(
-        node, -2.75, "BUG: unable to handle kernel paging request at 0000000000002008",
-        key="bug"), kind="kernel_bug", **node_exp)
-    add("hardware_failure_apei", sc.kernel_line(
-        node, -2.76, "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
-        "Source: 0", key="apei"), kind="hardware_failure", **node_exp)
+    add(
+        "host_error_gce_audit",
+        sc.audit(node, -2.6, "compute.instances.hostError"),
+        kind="host_error",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "automatic_restart_gce_audit",
+        sc.audit(node, -1.2, "compute.instances.automaticRestart"),
+        kind="automatic_restart",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "guest_terminate_gce_audit",
+        sc.audit(node, -1.0, "compute.instances.guestTerminate"),
+        kind="guest_terminate",
+        instance=node.name,
+        node=node.name,
+        zone=ctx.zone,
+    )
+    add(
+        "node_not_ready_event_node_controller",
+        sc.event_node(node, -2.4, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"),
+        kind="node_not_ready",
+        **node_exp,
+    )
+    add(
+        "node_not_ready_event_kubelet",
+        sc.event_node(
+            node,
+            -2.3,
+            "NodeNotReady",
+            f"Node {node.name} status is now: NodeNotReady",
+            component="kubelet",
+        ),
+        kind="node_not_ready",
+        **node_exp,
+    )
+    add(
+        "kernel_panic_node_journal",
+        sc.kernel_line(
+            node, -2.7, "Kernel panic - not syncing: Fatal exception in interrupt", key="panic"
+        ),
+        kind="kernel_panic",
+        **node_exp,
+    )
+    add(
+        "kernel_bug_paging_request",
+        sc.kernel_line(
+            node,
+            -2.75,
+            "BUG: unable to handle kernel paging request at 0000000000002008",
+            key="bug",
+        ),
+        kind="kernel_bug",
+        **node_exp,
+    )
+    add(
+        "hardware_failure_apei",
+        sc.kernel_line(
+            node,
+            -2.76,
+            "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+            key="apei",
+        ),
+        kind="hardware_failure",
+        **node_exp,
+    )
     at = ctx.at(-2.77, "npd-hw")
-    add("hardware_failure_npd_status", sc.node_log(
-        node, at, f"{glog_prefix('I', at, 1893, 'log_monitor.go:159')} New status generated: "
-        "&{Source:kernel-monitor Events:[{Severity:warn Timestamp:"
-        f"{dt(at):%Y-%m-%d %H:%M:%S} +0000 UTC Reason:HardwareFailure Message:hardware "
-        "failure detected on TPU chip 2 (PCIe link down)}] Conditions:[]}",
-        log_id="node-problem-detector", severity="WARNING"),
-        kind="hardware_failure", **node_exp)
-    add("node_problem_detector_exit", sc.kernel_line(
-        node, -2.74, "node-problem-detector.service: Main process exited, code=exited, "
-        "status=1/FAILURE", key="npd", ident="systemd[1]"),
-        kind="node_problem_detector_exit", **node_exp)
+    add(
+        "hardware_failure_npd_status",
+        sc.node_log(
+            node,
+            at,
+            f"{glog_prefix('I', at, 1893, 'log_monitor.go:159')} New status generated: "
+            "&{Source:kernel-monitor Events:[{Severity:warn Timestamp:"
+            f"{dt(at):%Y-%m-%d %H:%M:%S} +0000 UTC Reason:HardwareFailure Message:hardware "
+            "failure detected on TPU chip 2 (PCIe link down)}] Conditions:[]}",
+            log_id="node-problem-detector",
+            severity="WARNING",
+        ),
+        kind="hardware_failure",
+        **node_exp,
+    )
+    add(
+        "node_problem_detector_exit",
+        sc.kernel_line(
+            node,
+            -2.74,
+            "node-problem-detector.service: Main process exited, code=exited, status=1/FAILURE",
+            key="npd",
+            ident="systemd[1]",
+        ),
+        kind="node_problem_detector_exit",
+        **node_exp,
+    )
 
     # --- workload faults
     coord, g1, g2 = gpods[0], gpods[1], gpods[2]
 
     def pod_exp(pod: Pod, cluster: str, workload: str) -> dict[str, Any]:
-        return {"pod": pod.name, "workload": workload, "cluster": cluster,
-                "coordinator": pod.coordinator, "node": pod.node.name if pod.node else None}
+        return {
+            "pod": pod.name,
+            "workload": workload,
+            "cluster": cluster,
+            "coordinator": pod.coordinator,
+            "node": pod.node.name if pod.node else None,
+        }
 
     t = gctx.at(-1.0, "watchdog")
-    add("nccl_timeout_watchdog_coordinator", gs.container_log(
-        coord, -1.0, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog "
-        "caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, "
-        "NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600081 "
-        "milliseconds before timing out.", stderr=True),
-        kind="nccl_timeout", **pod_exp(coord, gctx.cluster, gctx.workload))
+    add(
+        "nccl_timeout_watchdog_coordinator",
+        gs.container_log(
+            coord,
+            -1.0,
+            f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank 0] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, "
+            "NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran for 600081 "
+            "milliseconds before timing out.",
+            stderr=True,
+        ),
+        kind="nccl_timeout",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
     t = gctx.at(-0.9, "warn")
-    add("nccl_timeout_warn_collective_worker", gs.container_log(
-        g1, -0.9, f"[rank8]:[{py_stamp(t)}] NCCL WARN: Collective collectiveName/1234567890abcde "
-        "timeout after 1800 seconds", stderr=True),
-        kind="nccl_timeout", **pod_exp(g1, gctx.cluster, gctx.workload))
+    add(
+        "nccl_timeout_warn_collective_worker",
+        gs.container_log(
+            g1,
+            -0.9,
+            f"[rank8]:[{py_stamp(t)}] NCCL WARN: Collective collectiveName/1234567890abcde "
+            "timeout after 1800 seconds",
+            stderr=True,
+        ),
+        kind="nccl_timeout",
+        **pod_exp(g1, gctx.cluster, gctx.workload),
+    )
     t = gctx.at(-0.95, "some")
-    add("nccl_timeout_some_operations_failed", gs.container_log(
-        coord, -0.95, f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:1709')} Some NCCL "
-        "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
-        "subsequent GPU operations might run on corrupted/incomplete data.", stderr=True),
-        kind="nccl_timeout", **pod_exp(coord, gctx.cluster, gctx.workload))
+    add(
+        "nccl_timeout_some_operations_failed",
+        gs.container_log(
+            coord,
+            -0.95,
+            f"{c10_prefix(0, 'E', t, 'ProcessGroupNCCL.cpp:1709')} Some NCCL "
+            "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
+            "subsequent GPU operations might run on corrupted/incomplete data.",
+            stderr=True,
+        ),
+        kind="nccl_timeout",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
     t = gctx.at(-0.8, "reset")
-    add("connection_reset_proxy_coordinator", gs.container_log(
-        coord, -0.8, f"[rank0]:[{py_stamp(t)}] NCCL WARN : [Proxy Service] Failed to send, "
-        "connection reset by peer", stderr=True),
-        kind="connection_reset", **pod_exp(coord, gctx.cluster, gctx.workload))
+    add(
+        "connection_reset_proxy_coordinator",
+        gs.container_log(
+            coord,
+            -0.8,
+            f"[rank0]:[{py_stamp(t)}] NCCL WARN : [Proxy Service] Failed to send, "
+            "connection reset by peer",
+            stderr=True,
+        ),
+        kind="connection_reset",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
     t = gctx.at(-0.7, "reset2")
-    add("connection_reset_non_coordinator_with_coordinator_label", gs.container_log(
-        g2, -0.7, f"[rank16]:[{py_stamp(t)}] NCCL WARN NET/Socket : peer 10.8.1.14<43117> "
-        "message truncated; recv() failed: connection reset by peer", stderr=True),
-        kind="connection_reset", **pod_exp(g2, gctx.cluster, gctx.workload))
+    add(
+        "connection_reset_non_coordinator_with_coordinator_label",
+        gs.container_log(
+            g2,
+            -0.7,
+            f"[rank16]:[{py_stamp(t)}] NCCL WARN NET/Socket : peer 10.8.1.14<43117> "
+            "message truncated; recv() failed: connection reset by peer",
+            stderr=True,
+        ),
+        kind="connection_reset",
+        **pod_exp(g2, gctx.cluster, gctx.workload),
+    )
     t = gctx.at(-0.6, "died")
-    add("worker_crash_child_process_died", gs.container_log(
-        coord, -0.6, f"[rank0]:[{py_stamp(t)}] torch.distributed.elastic.multiprocessing.api: "
-        "[ERROR] Child process 12345 died with exit code 1", stderr=True),
-        kind="worker_crash", **pod_exp(coord, gctx.cluster, gctx.workload))
-    add("worker_crash_child_failed_error", gs.container_log(
-        g1, -0.5, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-        stderr=True), kind="worker_crash", **pod_exp(g1, gctx.cluster, gctx.workload))
-    add("dist_backend_error", gs.container_log(
-        coord, -0.4, "torch.distributed.DistBackendError: NCCL error in: "
-        "../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled system error (run with "
-        "NCCL_DEBUG=INFO for details), NCCL version 2.21.5", stderr=True),
-        kind="dist_backend_error", **pod_exp(coord, gctx.cluster, gctx.workload))
+    add(
+        "worker_crash_child_process_died",
+        gs.container_log(
+            coord,
+            -0.6,
+            f"[rank0]:[{py_stamp(t)}] torch.distributed.elastic.multiprocessing.api: "
+            "[ERROR] Child process 12345 died with exit code 1",
+            stderr=True,
+        ),
+        kind="worker_crash",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
+    add(
+        "worker_crash_child_failed_error",
+        gs.container_log(
+            g1,
+            -0.5,
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+            stderr=True,
+        ),
+        kind="worker_crash",
+        **pod_exp(g1, gctx.cluster, gctx.workload),
+    )
+    add(
+        "dist_backend_error",
+        gs.container_log(
+            coord,
+            -0.4,
+            "torch.distributed.DistBackendError: NCCL error in: "
+            "../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled system error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+            stderr=True,
+        ),
+        kind="dist_backend_error",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
     t = ctx.at(-0.3, "mega")
-    add("megascale_hang_detected", sc.container_log(
-        tpods[0], -0.3, f"{glog_prefix('E', t, 3011, 'megascale_runtime.cc:412')} MegaScale "
-        "hang detected: no progress on DCN collective all-reduce.17 (slice 1 -> slice 0) for "
-        "300s", stderr=True),
-        kind="megascale_hang", **pod_exp(tpods[0], ctx.cluster, ctx.workload))
+    add(
+        "megascale_hang_detected",
+        sc.container_log(
+            tpods[0],
+            -0.3,
+            f"{glog_prefix('E', t, 3011, 'megascale_runtime.cc:412')} MegaScale "
+            "hang detected: no progress on DCN collective all-reduce.17 (slice 1 -> slice 0) for "
+            "300s",
+            stderr=True,
+        ),
+        kind="megascale_hang",
+        **pod_exp(tpods[0], ctx.cluster, ctx.workload),
+    )
     t = ctx.at(-0.25, "mega2")
-    add("megascale_timed_out_waiting", sc.container_log(
-        tpods[3], -0.25, f"{glog_prefix('F', t, 3011, 'megascale_transport.cc:207')} "
-        "Megascale: RecvOp timed out waiting for data from slice 0 worker 1 after 600s",
-        stderr=True), kind="megascale_hang", **pod_exp(tpods[3], ctx.cluster, ctx.workload))
+    add(
+        "megascale_timed_out_waiting",
+        sc.container_log(
+            tpods[3],
+            -0.25,
+            f"{glog_prefix('F', t, 3011, 'megascale_transport.cc:207')} "
+            "Megascale: RecvOp timed out waiting for data from slice 0 worker 1 after 600s",
+            stderr=True,
+        ),
+        kind="megascale_hang",
+        **pod_exp(tpods[3], ctx.cluster, ctx.workload),
+    )
 
     # --- scheduling and controllers
-    pending = sc.attempt(tspec, 4, 0, None, tpu, running_from={0: None},
-                         unsched={0: (0, 30)})[0]
-    add("unschedulable_tpu", sc.event_pod(
-        pending, 0.2, "FailedScheduling",
-        "0/8 nodes are available: 8 Insufficient google.com/tpu. preemption: 0/8 nodes are "
-        "available: 8 No preemption victims found for incoming pod.",
-        component="default-scheduler", etype="Warning"),
-        kind="unschedulable", pod=pending.name, cluster=ctx.cluster)
-    gpending = gs.attempt(gspec, 3, 0, None, gnodes, running_from={1: None},
-                          unsched={1: (0, 30)})[1]
-    add("unschedulable_gpu", gs.event_pod(
-        gpending, 0.3, "FailedScheduling",
-        "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 4 "
-        "Insufficient nvidia.com/gpu. preemption: 0/5 nodes are available: 1 Preemption is "
-        "not helpful for scheduling, 4 No preemption victims found for incoming pod.",
-        component="default-scheduler", etype="Warning", count=3, first_m=-4.0),
-        kind="unschedulable", pod=gpending.name, cluster=gctx.cluster)
-    for kind, job, msg_kind in (("PyTorchJob", "bert-large-ddp", "Worker"),
-                                ("TFJob", "resnet50-ps", "Worker")):
+    pending = sc.attempt(tspec, 4, 0, None, tpu, running_from={0: None}, unsched={0: (0, 30)})[0]
+    add(
+        "unschedulable_tpu",
+        sc.event_pod(
+            pending,
+            0.2,
+            "FailedScheduling",
+            "0/8 nodes are available: 8 Insufficient google.com/tpu. preemption: 0/8 nodes are "
+            "available: 8 No preemption victims found for incoming pod.",
+            component="default-scheduler",
+            etype="Warning",
+        ),
+        kind="unschedulable",
+        pod=pending.name,
+        cluster=ctx.cluster,
+    )
+    gpending = gs.attempt(gspec, 3, 0, None, gnodes, running_from={1: None}, unsched={1: (0, 30)})[
+        1
+    ]
+    add(
+        "unschedulable_gpu",
+        gs.event_pod(
+            gpending,
+            0.3,
+            "FailedScheduling",
+            "0/5 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 4 "
+            "Insufficient nvidia.com/gpu. preemption: 0/5 nodes are available: 1 Preemption is "
+            "not helpful for scheduling, 4 No preemption victims found for incoming pod.",
+            component="default-scheduler",
+            etype="Warning",
+            count=3,
+            first_m=-4.0,
+        ),
+        kind="unschedulable",
+        pod=gpending.name,
+        cluster=gctx.cluster,
+    )
+    for kind, job, msg_kind in (
+        ("PyTorchJob", "bert-large-ddp", "Worker"),
+        ("TFJob", "resnet50-ps", "Worker"),
+    ):
         at = gctx.at(-0.2, kind)
         payload = k8s_event_payload(
-            involved={"apiVersion": "kubeflow.org/v1", "kind": kind, "name": job,
-                      "namespace": "kubeflow-jobs", "uid": rand_uuid(kind, job),
-                      "resourceVersion": "81723311"},
+            involved={
+                "apiVersion": "kubeflow.org/v1",
+                "kind": kind,
+                "name": job,
+                "namespace": "kubeflow-jobs",
+                "uid": rand_uuid(kind, job),
+                "resourceVersion": "81723311",
+            },
             reason=f"{kind}Restarting",
             message=f"{kind} kubeflow-jobs/{job} is restarting because 1 {msg_kind} "
-                    "replica(s) failed.",
-            component=f"{kind.lower()}-controller", etype="Warning",
-            first_ns=at, last_ns=at, count=1, namespace="kubeflow-jobs")
-        add(f"job_restarting_{kind.lower()}", gs.event(
-            "k8s_cluster", {"cluster_name": gctx.cluster, "location": gctx.location,
-                            "project_id": gctx.project}, -0.2, payload, "WARNING"),
-            kind="job_restarting", workload=job, cluster=gctx.cluster)
+            "replica(s) failed.",
+            component=f"{kind.lower()}-controller",
+            etype="Warning",
+            first_ns=at,
+            last_ns=at,
+            count=1,
+            namespace="kubeflow-jobs",
+        )
+        add(
+            f"job_restarting_{kind.lower()}",
+            gs.event(
+                "k8s_cluster",
+                {
+                    "cluster_name": gctx.cluster,
+                    "location": gctx.location,
+                    "project_id": gctx.project,
+                },
+                -0.2,
+                payload,
+                "WARNING",
+            ),
+            kind="job_restarting",
+            workload=job,
+            cluster=gctx.cluster,
+        )
 
     # --- unrecognized
-    add("unrecognized_training_step", sc.container_log(
-        tpods[0], -5.0, train_line("maxtext", 41200, tpods[0], ctx)),
-        kind="unrecognized", **pod_exp(tpods[0], ctx.cluster, ctx.workload))
-    add("unrecognized_nccl_info", gs.container_log(
-        g1, -6.0, f"{g1.name}:412:980 [0] NCCL INFO Bootstrap : Using eth0:10.8.1.14<0>"),
-        kind="unrecognized", **pod_exp(g1, gctx.cluster, gctx.workload))
+    add(
+        "unrecognized_training_step",
+        sc.container_log(tpods[0], -5.0, train_line("maxtext", 41200, tpods[0], ctx)),
+        kind="unrecognized",
+        **pod_exp(tpods[0], ctx.cluster, ctx.workload),
+    )
+    add(
+        "unrecognized_nccl_info",
+        gs.container_log(
+            g1, -6.0, f"{g1.name}:412:980 [0] NCCL INFO Bootstrap : Using eth0:10.8.1.14<0>"
+        ),
+        kind="unrecognized",
+        **pod_exp(g1, gctx.cluster, gctx.workload),
+    )
     sched_node = tpods[1].node.name if tpods[1].node else ""
-    add("unrecognized_scheduled_event", sc.event_pod(
-        tpods[1], -30.0, "Scheduled",
-        f"Successfully assigned default/{tpods[1].name} to {sched_node}",
-        component="default-scheduler"),
-        kind="unrecognized", pod=tpods[1].name, cluster=ctx.cluster)
-    add("unrecognized_kubelet_journal", sc.kubelet_journal(
-        node, -4.0, "\"Image garbage collection succeeded\" freedBytes=0",
-        "image_gc_manager.go:392"), kind="unrecognized", **node_exp)
-    add("unrecognized_node_ready_event", sc.event_node(
-        node, -1.5, "NodeReady", f"Node {node.name} status is now: NodeReady",
-        component="kubelet"), kind="unrecognized", **node_exp)
+    add(
+        "unrecognized_scheduled_event",
+        sc.event_pod(
+            tpods[1],
+            -30.0,
+            "Scheduled",
+            f"Successfully assigned default/{tpods[1].name} to {sched_node}",
+            component="default-scheduler",
+        ),
+        kind="unrecognized",
+        pod=tpods[1].name,
+        cluster=ctx.cluster,
+    )
+    add(
+        "unrecognized_kubelet_journal",
+        sc.kubelet_journal(
+            node,
+            -4.0,
+            '"Image garbage collection succeeded" freedBytes=0',
+            "image_gc_manager.go:392",
+        ),
+        kind="unrecognized",
+        **node_exp,
+    )
+    add(
+        "unrecognized_node_ready_event",
+        sc.event_node(
+            node,
+            -1.5,
+            "NodeReady",
+            f"Node {node.name} status is now: NodeReady",
+            component="kubelet",
+        ),
+        kind="unrecognized",
+        **node_exp,
+    )
     return out
 
 
@@ -2047,8 +2978,10 @@ def write_scenarios() -> None:
         sc = build()
         sizes = sc.write(HERE)
         total = sum(sizes.values())
-        print(f"{sc.slug:24s} {total / 1024:7.1f} KiB  "
-              + "  ".join(f"{k}={v // 1024}K" for k, v in sizes.items()))
+        print(
+            f"{sc.slug:24s} {total / 1024:7.1f} KiB  "
+            + "  ".join(f"{k}={v // 1024}K" for k, v in sizes.items())
+        )
 
 
 def write_signals() -> None:
