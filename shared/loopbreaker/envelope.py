@@ -1,0 +1,167 @@
+"""Unwrap a log-sink delivery into (messageId, LogEntry) (pure, stdlib only).
+
+Accepted shapes:
+  * an Eventarc CloudEvent ``google.cloud.pubsub.topic.v1.messagePublished`` (structured JSON,
+    or attributes + data as functions-framework hands them over), ``data.message.data``
+    being the base64 LogEntry a log sink published;
+  * a Pub/Sub push envelope ``{"message": {...}, "subscription": "..."}``;
+  * a bare PubsubMessage ``{"data": ..., "messageId": ...}``;
+  * a bare LogEntry (no messageId).
+Both ``messageId``/``publishTime`` and ``message_id``/``publish_time`` are read, and
+``attributes`` may be absent. Anything else raises :class:`UndecodableMessage` (an
+InvalidEvent) whose text says what is wrong and which carries the messageId when known.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopbreaker.errors import InvalidEvent
+
+PUBSUB_EVENT_TYPE = "google.cloud.pubsub.topic.v1.messagePublished"
+#: The attribute a log sink sets to the entry's own timestamp.
+SINK_TIMESTAMP_ATTRIBUTE = "logging.googleapis.com/timestamp"
+
+
+class UndecodableMessage(InvalidEvent):
+    """The delivery is not a log-sink message; ``message_id`` is set when it could be read."""
+
+    def __init__(self, reason: str, message_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.message_id = message_id
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One decoded delivery."""
+
+    message_id: str | None
+    entry: Any
+    publish_time: str | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def sink_timestamp(self) -> str | None:
+        return self.attributes.get(SINK_TIMESTAMP_ATTRIBUTE)
+
+
+def decode(document: object) -> Delivery:
+    """Decode any accepted shape (used for files: replay, tests)."""
+    if not isinstance(document, Mapping):
+        raise UndecodableMessage(f"expected a JSON object, got {_type_name(document)}")
+    if "specversion" in document:
+        return from_cloud_event(document, document.get("data"))
+    message = document.get("message")
+    if isinstance(message, Mapping) and ("subscription" in document or "data" in message):
+        return from_pubsub_message(message)
+    if "message" in document and "subscription" in document:
+        raise UndecodableMessage(f"'message' must be an object, got {_type_name(message)}")
+    if "data" in document and ("messageId" in document or "message_id" in document):
+        return from_pubsub_message(document)
+    # A bare LogEntry: whether it really is one is classify's job.
+    return Delivery(message_id=None, entry=dict(document))
+
+
+def from_cloud_event(attributes: Mapping[str, Any], data: object) -> Delivery:
+    """Decode a CloudEvent given its context attributes and its ``data``."""
+    event_id = attributes.get("id")
+    event_id = str(event_id) if event_id is not None else None
+    event_type = attributes.get("type")
+    if event_type != PUBSUB_EVENT_TYPE:
+        raise UndecodableMessage(
+            f"event type {event_type!r} is not {PUBSUB_EVENT_TYPE}", message_id=event_id
+        )
+    if isinstance(data, bytes | str):
+        # Binary-mode events may arrive with the JSON body undecoded.
+        try:
+            data = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UndecodableMessage(f"event data is not JSON: {exc}", event_id) from exc
+    if not isinstance(data, Mapping):
+        raise UndecodableMessage(
+            f"event data must be an object, got {_type_name(data)}", message_id=event_id
+        )
+    message = data.get("message")
+    if not isinstance(message, Mapping):
+        raise UndecodableMessage(
+            f"event data has no 'message' object (got {_type_name(message)})", message_id=event_id
+        )
+    return from_pubsub_message(message, fallback_id=event_id)
+
+
+def from_pubsub_message(message: Mapping[str, Any], *, fallback_id: str | None = None) -> Delivery:
+    """Decode a PubsubMessage whose ``data`` is a base64 LogEntry."""
+    message_id = _first_str(message, "messageId", "message_id") or fallback_id
+    publish_time = _first_str(message, "publishTime", "publish_time")
+    raw_attributes = message.get("attributes")
+    if raw_attributes is not None and not isinstance(raw_attributes, Mapping):
+        raise UndecodableMessage(
+            f"message.attributes must be an object, got {_type_name(raw_attributes)}", message_id
+        )
+    attributes = {str(k): str(v) for k, v in (raw_attributes or {}).items()}
+    data = message.get("data")
+    if data is None or data == "":
+        raise UndecodableMessage("message has no data (a log sink always sends one)", message_id)
+    if not isinstance(data, str):
+        raise UndecodableMessage(
+            f"message.data must be a base64 string, got {_type_name(data)}", message_id
+        )
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UndecodableMessage(f"message.data is not base64: {exc}", message_id) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UndecodableMessage(f"message.data is not UTF-8 text: {exc}", message_id) from exc
+    try:
+        entry = json.loads(text)
+    except ValueError as exc:
+        raise UndecodableMessage(f"message.data is not JSON: {exc}", message_id) from exc
+    return Delivery(
+        message_id=message_id, entry=entry, publish_time=publish_time, attributes=attributes
+    )
+
+
+def encode_push(entry: Mapping[str, Any], message_id: str, publish_time: str) -> dict[str, Any]:
+    """Build the push envelope a log sink's subscription would deliver (tests, examples)."""
+    data = base64.b64encode(json.dumps(entry, separators=(",", ":")).encode()).decode()
+    attributes = {}
+    if isinstance(entry.get("timestamp"), str):
+        attributes[SINK_TIMESTAMP_ATTRIBUTE] = entry["timestamp"]
+    return {
+        "message": {
+            "attributes": attributes,
+            "data": data,
+            "messageId": message_id,
+            "message_id": message_id,
+            "publishTime": publish_time,
+            "publish_time": publish_time,
+        },
+        "subscription": "projects/example-project/subscriptions/loopbreaker-log-entries",
+    }
+
+
+def _first_str(mapping: Mapping[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = mapping.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    if isinstance(value, list):
+        return "an array"
+    return names.get(type(value), type(value).__name__)

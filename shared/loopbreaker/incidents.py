@@ -1,0 +1,769 @@
+"""Incidents: grouping keys, event-time windows, the state machine, the audit trail (pure).
+
+A signal joins the non-final incident of the same key whose event-time span, widened by
+the grouping window, contains the signal's own timestamp; otherwise it opens one. Every
+function here takes the time as an argument (``now``) and returns new values.
+
+State machine (``*`` = final)::
+
+    open -> diagnosed -> awaiting_approval -> approved -> remediating -> remediated*
+              ^  |  ^          |  |  |                       |
+              |  +--+          |  |  +-> rejected*           +-> failed*
+              +----------------+  +----> expired*
+
+``diagnosed -> diagnosed`` and the other self-loops record a re-diagnosis. Every transition
+is appended to the audit trail with its time, actor and a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from loopbreaker.errors import LoopbreakerError
+from loopbreaker.model import (
+    DEFAULT_WINDOW,
+    HOST_FAULT_KINDS,
+    WORKLOAD_FAULT_KINDS,
+    Context,
+    Diagnosis,
+    HostFailureRecord,
+    NodeInfo,
+    Signal,
+    SignalKind,
+)
+from loopbreaker.settings import (
+    DEFAULT_GROUPING_WINDOW,
+    DEFAULT_MAX_SIGNALS,
+    DEFAULT_SETTLE_TIME,
+    DEFAULT_STALE_AFTER,
+)
+from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
+
+#: Distinct node, host, pool and workload names remembered per incident (for display
+#: and host-history look-ups); the signal counts stay exact beyond it.
+MAX_NAMES = 64
+#: How long a finished-looking incident stays a grouping candidate in the key index,
+#: measured from the newest event of its key; older ones can no longer be joined.
+INDEX_RETENTION = timedelta(days=7)
+#: A diagnosis in progress holds its incident this long before another run may retry it.
+DIAGNOSIS_LEASE = timedelta(minutes=5)
+#: Observations of one host this close together are one failure (as the engine merges them).
+HOST_FAILURE_MERGE = timedelta(minutes=10)
+SYSTEM_ACTOR = "system"
+
+# Signals about the application are grouped by workload; everything else by where it ran.
+_WORKLOAD_KINDS = WORKLOAD_FAULT_KINDS | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
+
+
+class IllegalTransition(LoopbreakerError):
+    """A state change the incident state machine does not allow."""
+
+
+class State(StrEnum):
+    OPEN = "open"
+    DIAGNOSED = "diagnosed"
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    REMEDIATING = "remediating"
+    REMEDIATED = "remediated"
+    FAILED = "failed"
+
+
+FINAL_STATES = frozenset({State.REJECTED, State.EXPIRED, State.REMEDIATED, State.FAILED})
+
+TRANSITIONS: Mapping[State, frozenset[State]] = {
+    State.OPEN: frozenset({State.DIAGNOSED}),
+    State.DIAGNOSED: frozenset({State.DIAGNOSED, State.AWAITING_APPROVAL}),
+    State.AWAITING_APPROVAL: frozenset(
+        {
+            State.AWAITING_APPROVAL,
+            State.DIAGNOSED,
+            State.APPROVED,
+            State.REJECTED,
+            State.EXPIRED,
+        }
+    ),
+    State.APPROVED: frozenset({State.APPROVED, State.REMEDIATING, State.FAILED}),
+    State.REMEDIATING: frozenset({State.REMEDIATING, State.REMEDIATED, State.FAILED}),
+    State.REJECTED: frozenset(),
+    State.EXPIRED: frozenset(),
+    State.REMEDIATED: frozenset(),
+    State.FAILED: frozenset(),
+}
+
+
+class Scope(StrEnum):
+    """What an incident is about, besides its project and cluster."""
+
+    WORKLOAD = "workload"
+    NODE_POOL = "node_pool"
+    HOST = "host"
+    INSTANCE_GROUP = "instance_group"
+    NODE = "node"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The grouping and debounce limits (from Settings)."""
+
+    grouping_window: timedelta = DEFAULT_GROUPING_WINDOW
+    settle_time: timedelta = DEFAULT_SETTLE_TIME
+    stale_after: timedelta = DEFAULT_STALE_AFTER
+    max_signals: int = DEFAULT_MAX_SIGNALS
+
+
+@dataclass(frozen=True, order=True)
+class IncidentKey:
+    """(project, cluster, scope, name): signals with equal keys may share an incident."""
+
+    project: str | None
+    cluster: str | None
+    scope: Scope
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.project or '-'}/{self.cluster or '-'}/{self.scope.value}/{self.name}"
+
+    @property
+    def digest(self) -> str:
+        return _digest(str(self))
+
+    @classmethod
+    def parse(cls, text: str) -> IncidentKey:
+        project, cluster, scope, name = text.split("/", 3)
+        return cls(
+            None if project == "-" else project,
+            None if cluster == "-" else cluster,
+            Scope(scope),
+            name,
+        )
+
+
+def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey | None:
+    """The grouping key of a signal, or None when it concerns nothing we can name."""
+    if signal.kind is SignalKind.UNRECOGNIZED:
+        return None
+    project = signal.project or default_project
+
+    def key(scope: Scope, name: str) -> IncidentKey:
+        return IncidentKey(project, signal.cluster, scope, name)
+
+    workload = _workload_name(signal)
+    if signal.kind in _WORKLOAD_KINDS and workload:
+        return key(Scope.WORKLOAD, workload)
+    if signal.physical_host and signal.kind in HOST_FAULT_KINDS:
+        return key(Scope.HOST, signal.physical_host)
+    if signal.node_pool:
+        return key(Scope.NODE_POOL, signal.node_pool)
+    if workload:
+        return key(Scope.WORKLOAD, workload)
+    node = signal.node or signal.instance
+    if node:
+        group = instance_group(node)
+        # A Compute audit entry names only the VM; its managed instance group stands for
+        # the node pool (per zone), so a preemption storm still lands in one incident.
+        return key(Scope.INSTANCE_GROUP, group) if group else key(Scope.NODE, node)
+    return None
+
+
+def instance_group(instance: str) -> str | None:
+    """``gke-c-pool-1a2b3c4d-x7k2`` -> ``gke-c-pool-1a2b3c4d`` (GKE node naming)."""
+    if not instance.startswith("gke-"):
+        return None
+    head, _, suffix = instance.rpartition("-")
+    group_hash = head.rpartition("-")[2]
+    if len(suffix) == 4 and len(group_hash) == 8 and head.count("-") >= 3:
+        return head
+    return None
+
+
+def _workload_name(signal: Signal) -> str | None:
+    if not signal.workload:
+        return None
+    return f"{signal.namespace}/{signal.workload}" if signal.namespace else signal.workload
+
+
+# --- identities ----------------------------------------------------------------------
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def entry_id(entry: Mapping[str, Any]) -> str:
+    """Dedup id of a LogEntry: insertId + logName + timestamp (the whole entry without one)."""
+    insert_id = entry.get("insertId")
+    if isinstance(insert_id, str) and insert_id:
+        stamp = entry.get("timestamp")
+        return "e-" + _digest(f"{entry.get('logName')}\n{stamp}\n{insert_id}")
+    return "e-" + _digest(json.dumps(entry, sort_keys=True, default=str))
+
+
+def message_dedup_id(message_id: str) -> str:
+    return "m-" + _digest(message_id)
+
+
+def new_incident_id(key: IncidentKey, seed: str) -> str:
+    """Deterministic, so a replay of the same entries yields the same incident ids."""
+    return "inc-" + _digest(f"{key}\n{seed}")[:16]
+
+
+# --- records -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    at: datetime
+    actor: str
+    from_state: State | None
+    to_state: State
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": format_rfc3339(self.at),
+            "actor": self.actor,
+            "from": self.from_state.value if self.from_state else None,
+            "to": self.to_state.value,
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditEvent:
+        return cls(
+            at=parse_rfc3339(data["at"]),
+            actor=data["actor"],
+            from_state=State(data["from"]) if data.get("from") else None,
+            to_state=State(data["to"]),
+            note=data.get("note", ""),
+        )
+
+
+@dataclass(frozen=True)
+class DiagnosisRecord:
+    """What one diagnosis concluded, as stored on the incident."""
+
+    at: datetime
+    root_cause: str
+    remediation_path: str
+    requires_approval: bool
+    summary: str
+    suspect_hosts: tuple[str, ...]
+    #: The signal revision the diagnosis saw; newer signals re-trigger a diagnosis.
+    signal_revision: int
+    queries: int
+    document: Mapping[str, Any] = field(default_factory=dict)
+    ticket_draft: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": format_rfc3339(self.at),
+            "root_cause": self.root_cause,
+            "remediation_path": self.remediation_path,
+            "requires_approval": self.requires_approval,
+            "summary": self.summary,
+            "suspect_hosts": list(self.suspect_hosts),
+            "signal_revision": self.signal_revision,
+            "queries": self.queries,
+            "document": dict(self.document),
+            "ticket_draft": dict(self.ticket_draft) if self.ticket_draft else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DiagnosisRecord:
+        return cls(
+            at=parse_rfc3339(data["at"]),
+            root_cause=data["root_cause"],
+            remediation_path=data["remediation_path"],
+            requires_approval=bool(data["requires_approval"]),
+            summary=data.get("summary", ""),
+            suspect_hosts=tuple(data.get("suspect_hosts", ())),
+            signal_revision=int(data["signal_revision"]),
+            queries=int(data.get("queries", 0)),
+            document=data.get("document") or {},
+            ticket_draft=data.get("ticket_draft"),
+        )
+
+    @classmethod
+    def from_diagnosis(
+        cls,
+        diagnosis: Diagnosis,
+        document: Mapping[str, Any],
+        *,
+        at: datetime,
+        signal_revision: int,
+        queries: int,
+    ) -> DiagnosisRecord:
+        ticket = document.get("ticket_draft")
+        return cls(
+            at=at,
+            root_cause=diagnosis.root_cause.value,
+            remediation_path=diagnosis.remediation.path.value,
+            requires_approval=diagnosis.remediation.requires_approval,
+            summary=diagnosis.summary,
+            suspect_hosts=tuple(s.host for s in diagnosis.suspect_hosts),
+            signal_revision=signal_revision,
+            queries=queries,
+            document=document,
+            ticket_draft=ticket if isinstance(ticket, Mapping) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Incident:
+    """The head record of an incident; the kept signals are stored beside it."""
+
+    id: str
+    key: IncidentKey
+    state: State
+    opened_at: datetime
+    updated_at: datetime
+    first_event: datetime
+    last_event: datetime
+    last_signal_at: datetime
+    settle_at: datetime | None
+    expires_at: datetime | None = None
+    signal_count: int = 0
+    kept_signals: int = 0
+    counts: Mapping[str, int] = field(default_factory=dict)
+    nodes: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    node_pools: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+    location: str | None = None
+    revision: int = 0
+    signal_revision: int = 0
+    diagnosis: DiagnosisRecord | None = None
+    diagnoses: int = 0
+    queries_spent: int = 0
+    notified_fingerprint: str | None = None
+    notifications: int = 0
+    audit: tuple[AuditEvent, ...] = ()
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def cluster(self) -> str | None:
+        return self.key.cluster
+
+    def labels(self) -> dict[str, str | None]:
+        """Correlation labels for structured logs."""
+        return {
+            "incident_id": self.id,
+            "cluster": self.key.cluster,
+            "project": self.key.project,
+            self.key.scope.value: self.key.name,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        def ts(value: datetime | None) -> str | None:
+            return format_rfc3339(value) if value else None
+
+        return {
+            "id": self.id,
+            "key": str(self.key),
+            "state": self.state.value,
+            "opened_at": ts(self.opened_at),
+            "updated_at": ts(self.updated_at),
+            "first_event": ts(self.first_event),
+            "last_event": ts(self.last_event),
+            "last_signal_at": ts(self.last_signal_at),
+            "settle_at": ts(self.settle_at),
+            "expires_at": ts(self.expires_at),
+            "signal_count": self.signal_count,
+            "kept_signals": self.kept_signals,
+            "counts": dict(sorted(self.counts.items())),
+            "nodes": list(self.nodes),
+            "hosts": list(self.hosts),
+            "node_pools": list(self.node_pools),
+            "workloads": list(self.workloads),
+            "location": self.location,
+            "revision": self.revision,
+            "signal_revision": self.signal_revision,
+            "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
+            "diagnoses": self.diagnoses,
+            "queries_spent": self.queries_spent,
+            "notified_fingerprint": self.notified_fingerprint,
+            "notifications": self.notifications,
+            "audit": [a.to_dict() for a in self.audit],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Incident:
+        def ts(name: str) -> datetime | None:
+            value = data.get(name)
+            return parse_rfc3339(value) if value else None
+
+        def req(name: str) -> datetime:
+            return parse_rfc3339(data[name])
+
+        diagnosis = data.get("diagnosis")
+        return cls(
+            id=data["id"],
+            key=IncidentKey.parse(data["key"]),
+            state=State(data["state"]),
+            opened_at=req("opened_at"),
+            updated_at=req("updated_at"),
+            first_event=req("first_event"),
+            last_event=req("last_event"),
+            last_signal_at=req("last_signal_at"),
+            settle_at=ts("settle_at"),
+            expires_at=ts("expires_at"),
+            signal_count=int(data.get("signal_count", 0)),
+            kept_signals=int(data.get("kept_signals", 0)),
+            counts={str(k): int(v) for k, v in (data.get("counts") or {}).items()},
+            nodes=tuple(data.get("nodes", ())),
+            hosts=tuple(data.get("hosts", ())),
+            node_pools=tuple(data.get("node_pools", ())),
+            workloads=tuple(data.get("workloads", ())),
+            location=data.get("location"),
+            revision=int(data.get("revision", 0)),
+            signal_revision=int(data.get("signal_revision", 0)),
+            diagnosis=DiagnosisRecord.from_dict(diagnosis) if diagnosis else None,
+            diagnoses=int(data.get("diagnoses", 0)),
+            queries_spent=int(data.get("queries_spent", 0)),
+            notified_fingerprint=data.get("notified_fingerprint"),
+            notifications=int(data.get("notifications", 0)),
+            audit=tuple(AuditEvent.from_dict(a) for a in data.get("audit", ())),
+        )
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What grouping needs to know about a candidate incident of a key."""
+
+    id: str
+    first_event: datetime
+    last_event: datetime
+    state: State
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "first_event": format_rfc3339(self.first_event),
+            "last_event": format_rfc3339(self.last_event),
+            "state": self.state.value,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> IndexEntry:
+        return cls(
+            data["id"],
+            parse_rfc3339(data["first_event"]),
+            parse_rfc3339(data["last_event"]),
+            State(data["state"]),
+        )
+
+    @classmethod
+    def of(cls, incident: Incident) -> IndexEntry:
+        return cls(incident.id, incident.first_event, incident.last_event, incident.state)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One new, classified, keyed signal on its way into the store."""
+
+    key: IncidentKey
+    signal: Signal
+    event_time: datetime
+    now: datetime
+    entry_id: str
+    message_id: str | None
+    policy: Policy
+
+    @property
+    def dedup_ids(self) -> tuple[str, ...]:
+        ids = [self.entry_id]
+        if self.message_id:
+            ids.append(message_dedup_id(self.message_id))
+        return tuple(ids)
+
+
+@dataclass(frozen=True)
+class Absorbed:
+    """The outcome of grouping one arrival."""
+
+    incident: Incident
+    created: bool
+    #: The signal document to keep beside the incident, or None once the cap is reached.
+    kept_signal: Mapping[str, Any] | None
+
+
+# --- grouping ------------------------------------------------------------------------
+
+
+def choose(candidates: Iterable[IndexEntry], event_time: datetime, window: timedelta) -> str | None:
+    """The candidate a signal at ``event_time`` joins, or None to open a new incident.
+
+    Eligible: not final, and ``first - window <= event_time <= last + window``. Among
+    several, one whose span contains the time wins, then the nearest, then the oldest.
+    """
+    best: tuple[timedelta, datetime, str] | None = None
+    for c in candidates:
+        if c.state in FINAL_STATES:
+            continue
+        if not c.first_event - window <= event_time <= c.last_event + window:
+            continue
+        if event_time < c.first_event:
+            distance = c.first_event - event_time
+        elif event_time > c.last_event:
+            distance = event_time - c.last_event
+        else:
+            distance = timedelta(0)
+        rank = (distance, c.first_event, c.id)
+        if best is None or rank < best:
+            best = rank
+    return best[2] if best else None
+
+
+def absorb(incident: Incident | None, arrival: Arrival) -> Absorbed:
+    """Open an incident for the arrival, or add it to ``incident``."""
+    signal, now, policy = arrival.signal, arrival.now, arrival.policy
+    if incident is None:
+        incident_id = new_incident_id(arrival.key, arrival.entry_id)
+        base = Incident(
+            id=incident_id,
+            key=arrival.key,
+            state=State.OPEN,
+            opened_at=now,
+            updated_at=now,
+            first_event=arrival.event_time,
+            last_event=arrival.event_time,
+            last_signal_at=now,
+            settle_at=now + policy.settle_time,
+            audit=(
+                AuditEvent(now, SYSTEM_ACTOR, None, State.OPEN, f"first signal: {signal.kind}"),
+            ),
+        )
+        created = True
+    else:
+        if incident.final:
+            raise IllegalTransition(f"incident {incident.id} is {incident.state}; cannot join")
+        base = incident
+        created = False
+    keep = base.kept_signals < policy.max_signals
+    counts = Counter(base.counts)
+    counts[signal.kind.value] += 1
+    host = signal.physical_host if signal.kind in HOST_FAULT_KINDS else None
+    updated = replace(
+        base,
+        updated_at=max(base.updated_at, now),
+        first_event=min(base.first_event, arrival.event_time),
+        last_event=max(base.last_event, arrival.event_time),
+        last_signal_at=max(base.last_signal_at, now),
+        # Debounce: wait for the storm to calm down; a diagnosed incident is re-diagnosed.
+        settle_at=now + policy.settle_time,
+        signal_count=base.signal_count + 1,
+        kept_signals=base.kept_signals + (1 if keep else 0),
+        counts=dict(counts),
+        nodes=_add_name(base.nodes, signal.node or signal.instance),
+        hosts=_add_name(base.hosts, host),
+        node_pools=_add_name(base.node_pools, signal.node_pool),
+        workloads=_add_name(base.workloads, _workload_name(signal)),
+        location=base.location or signal.location,
+        revision=base.revision + 1,
+        signal_revision=base.signal_revision + 1,
+    )
+    kept = None
+    if keep:
+        kept = {**signal.to_dict(), "seq": base.kept_signals, "entry_id": arrival.entry_id}
+        if signal.timestamp is None:
+            kept["timestamp"] = format_rfc3339(arrival.event_time)
+    return Absorbed(updated, created, kept)
+
+
+def _add_name(names: tuple[str, ...], name: str | None) -> tuple[str, ...]:
+    if not name or name in names or len(names) >= MAX_NAMES:
+        return names
+    return tuple(sorted((*names, name)))
+
+
+def reindex(entries: Iterable[IndexEntry], incident: Incident) -> list[IndexEntry]:
+    """The key index after ``incident`` changed: finals and long-past incidents drop out."""
+    others = [e for e in entries if e.id != incident.id]
+    if not incident.final:
+        others.append(IndexEntry.of(incident))
+    if not others:
+        return []
+    newest = max(e.last_event for e in others)
+    kept = [e for e in others if e.last_event >= newest - INDEX_RETENTION]
+    return sorted(kept, key=lambda e: (e.first_event, e.id))
+
+
+# --- state machine -------------------------------------------------------------------
+
+
+def transition(
+    incident: Incident, to: State, *, actor: str, at: datetime, note: str = ""
+) -> Incident:
+    """Move to ``to`` (or record a self-loop), appending to the audit trail."""
+    if to not in TRANSITIONS[incident.state]:
+        raise IllegalTransition(f"incident {incident.id}: {incident.state} -> {to} is not allowed")
+    # Only an open approval request expires; whoever opens one sets the deadline.
+    expires_at = incident.expires_at if to is State.AWAITING_APPROVAL else None
+    return replace(
+        incident,
+        state=to,
+        updated_at=max(incident.updated_at, at),
+        expires_at=expires_at,
+        settle_at=None if to in FINAL_STATES else incident.settle_at,
+        revision=incident.revision + 1,
+        audit=(*incident.audit, AuditEvent(at, actor, incident.state, to, note)),
+    )
+
+
+def is_due(incident: Incident, now: datetime) -> bool:
+    return not incident.final and incident.settle_at is not None and incident.settle_at <= now
+
+
+def claim(incident: Incident, now: datetime, lease: timedelta = DIAGNOSIS_LEASE) -> Incident | None:
+    """Hold a due incident for one diagnosis run; None when it is not due (any more)."""
+    if not is_due(incident, now):
+        return None
+    return replace(incident, settle_at=now + lease, revision=incident.revision + 1)
+
+
+def apply_diagnosis(
+    incident: Incident, record: DiagnosisRecord, *, now: datetime, policy: Policy
+) -> Incident | None:
+    """Store a diagnosis and move the state on; None when the incident is final by now."""
+    if incident.final:
+        return None
+    note = f"{record.root_cause} -> {record.remediation_path}"
+    newer = incident.signal_revision - record.signal_revision
+    if incident.diagnosis is not None:
+        note = f"re-diagnosed: {note}"
+    current = incident.state
+    actor = f"{SYSTEM_ACTOR}:diagnosis"
+    updated = incident
+    if current is State.OPEN:
+        updated = transition(updated, State.DIAGNOSED, actor=actor, at=now, note=note)
+    elif current is State.AWAITING_APPROVAL and not record.requires_approval:
+        updated = transition(
+            updated, State.DIAGNOSED, actor=actor, at=now, note=f"{note}; no approval needed"
+        )
+    else:
+        updated = transition(updated, current, actor=actor, at=now, note=note)
+    if updated.state is State.DIAGNOSED and record.requires_approval:
+        updated = transition(
+            updated,
+            State.AWAITING_APPROVAL,
+            actor=actor,
+            at=now,
+            note=f"{record.remediation_path} needs a human approval",
+        )
+        updated = replace(updated, expires_at=now + policy.stale_after)
+    return replace(
+        updated,
+        diagnosis=record,
+        diagnoses=incident.diagnoses + 1,
+        queries_spent=incident.queries_spent + record.queries,
+        # Signals that arrived while this diagnosis ran keep the incident due.
+        settle_at=incident.settle_at if newer > 0 else None,
+    )
+
+
+def expire(incident: Incident, now: datetime) -> Incident | None:
+    """Expire an approval request older than the stale time; None when not stale."""
+    if incident.state is not State.AWAITING_APPROVAL:
+        return None
+    if incident.expires_at is None or incident.expires_at > now:
+        return None
+    return transition(
+        incident,
+        State.EXPIRED,
+        actor=f"{SYSTEM_ACTOR}:expiry",
+        at=now,
+        note="no decision before the approval request went stale",
+    )
+
+
+def rearm(incident: Incident, at: datetime) -> Incident | None:
+    """Make the incident due again at ``at`` (its notification could not be sent)."""
+    if incident.final or (incident.settle_at is not None and incident.settle_at <= at):
+        return None
+    return replace(incident, settle_at=at, revision=incident.revision + 1)
+
+
+def mark_notified(incident: Incident, fingerprint: str) -> Incident | None:
+    if incident.notified_fingerprint == fingerprint:
+        return None
+    return replace(
+        incident,
+        notified_fingerprint=fingerprint,
+        notifications=incident.notifications + 1,
+        revision=incident.revision + 1,
+    )
+
+
+# --- diagnosis inputs and outputs ----------------------------------------------------
+
+
+def context_for(incident: Incident, window: timedelta = DEFAULT_WINDOW) -> Context:
+    """The diagnosis context: centred on the incident, wide enough to cover all of it."""
+    half_span = (incident.last_event - incident.first_event) / 2
+    namespace = None
+    workload = ""
+    if incident.key.scope is Scope.WORKLOAD:
+        namespace, _, workload = incident.key.name.rpartition("/")
+    elif incident.workloads:
+        namespace, _, workload = incident.workloads[0].rpartition("/")
+    return Context(
+        cluster=incident.key.cluster or "",
+        workload=workload,
+        issue_time=incident.first_event + half_span,
+        project=incident.key.project,
+        location=incident.location,
+        namespace=namespace or None,
+        window=window + half_span,
+    )
+
+
+def lookup_names(incident: Incident, signals: Iterable[Signal]) -> set[str]:
+    """Host and node names whose remembered failures matter to this incident."""
+    names = set(incident.nodes) | set(incident.hosts)
+    for s in signals:
+        names.update(n for n in (s.node, s.physical_host, s.instance) if n)
+    return names
+
+
+def host_failures(
+    incident_id: str,
+    diagnosis: Diagnosis,
+    signals: Sequence[Signal],
+    nodes: Sequence[NodeInfo] = (),
+) -> list[HostFailureRecord]:
+    """Failures of hosts this incident saw, one record per failure, to remember."""
+    host_of = {n.name: n.physical_host for n in nodes if n.physical_host}
+    raw: list[HostFailureRecord] = []
+    for suspect in diagnosis.suspect_hosts:
+        for e in suspect.episodes:
+            raw.append(HostFailureRecord(suspect.host, e.node, e.start, incident_id))
+            # The engine knew this node's host; later log lines about it count there too.
+            host_of.setdefault(e.node, suspect.host)
+    for s in signals:
+        if s.kind in HOST_FAULT_KINDS and s.node and s.timestamp:
+            host = s.physical_host or host_of.get(s.node) or s.node
+            raw.append(HostFailureRecord(host, s.node, s.timestamp, incident_id))
+    merged: list[HostFailureRecord] = []
+    for record in sorted(raw, key=lambda r: (r.host, r.at)):
+        last = merged[-1] if merged else None
+        if last and last.host == record.host and record.at - last.at <= HOST_FAILURE_MERGE:
+            continue
+        merged.append(record)
+    return merged
+
+
+def host_failure_id(record: HostFailureRecord) -> str:
+    return "h-" + _digest(f"{record.host}\n{record.node}\n{record.incident_id}\n{record.at}")

@@ -1,0 +1,363 @@
+"""The responder service: log-sink entries in, incidents out; settling diagnoses them.
+
+``handle_entry`` classifies one LogEntry, keys it and hands it to the store, which
+groups it into an incident in one transaction (duplicates change nothing). ``settle``
+(called every minute) expires stale approval requests and diagnoses incidents whose
+settle time has passed: claim, collect evidence within the query budget, run the pure
+engine, store the diagnosis, notify once per change. Every port comes in through the
+constructor; :func:`loopbreaker.bootstrap.build_responder` wires them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import partial
+from typing import Any
+
+from loopbreaker import engine, incidents, notify, render
+from loopbreaker.classify import classify
+from loopbreaker.envelope import Delivery
+from loopbreaker.errors import InvalidContext, InvalidInput, InvalidLogEntry, TransientError
+from loopbreaker.evidence import EvidenceProvider, QueryBudget
+from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Policy
+from loopbreaker.logs import event, get_logger
+from loopbreaker.model import (
+    Context,
+    Diagnosis,
+    Evidence,
+    EvidenceKind,
+    HostFailureRecord,
+    Signal,
+    SourceStatus,
+)
+from loopbreaker.notify import Notifier
+from loopbreaker.settings import Settings
+from loopbreaker.store.base import IncidentStore
+from loopbreaker.timeutil import parse_rfc3339
+
+Clock = Callable[[], datetime]
+Diagnose = Callable[[Context, Evidence], Diagnosis]
+RenderDiagnosis = Callable[[Diagnosis], dict[str, Any]]
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class Status(StrEnum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+    IGNORED = "ignored"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one delivery."""
+
+    status: Status
+    message_id: str | None = None
+    incident_id: str | None = None
+    created: bool = False
+    kind: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class SettleReport:
+    diagnosed: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    notified: list[str] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
+    pruned: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "diagnosed": self.diagnosed,
+            "expired": self.expired,
+            "notified": self.notified,
+            "failed": self.failed,
+            "pruned": self.pruned,
+        }
+
+
+def policy_of(settings: Settings) -> Policy:
+    return Policy(
+        grouping_window=settings.grouping_window,
+        settle_time=settings.settle_time,
+        stale_after=settings.stale_after,
+        max_signals=settings.max_signals,
+    )
+
+
+class Responder:
+    """The one service behind ``on_log_entry``, ``on_schedule`` and ``loopbreaker replay``."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: IncidentStore,
+        notifier: Notifier,
+        evidence: EvidenceProvider,
+        clock: Clock = system_clock,
+        diagnose: Diagnose = engine.diagnose,
+        render_diagnosis: RenderDiagnosis = render.diagnosis_to_dict,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.notifier = notifier
+        self.evidence = evidence
+        self.clock = clock
+        self._diagnose = diagnose
+        self._render = render_diagnosis
+        self._policy = policy_of(settings)
+        self._log = logger or get_logger("responder")
+        self._lock = threading.Lock()
+        #: Outcome counts since start (accepted, duplicate, rejected, ignored, ...).
+        self.stats: Counter[str] = Counter()
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.stats[name] += 1
+
+    # --- entries --------------------------------------------------------------------
+
+    def handle_delivery(self, delivery: Delivery) -> Outcome:
+        fallback = delivery.sink_timestamp or delivery.publish_time
+        return self.handle_entry(delivery.message_id, delivery.entry, fallback_time=fallback)
+
+    def handle_entry(
+        self, message_id: str | None, entry: object, *, fallback_time: str | None = None
+    ) -> Outcome:
+        """Group one LogEntry into an incident. TransientError propagates (retry)."""
+        now = self.clock()
+        try:
+            signal = classify(entry)
+        except InvalidLogEntry as exc:
+            text = str(exc)
+            reason = text if text.startswith("not a LogEntry") else f"not a LogEntry: {text}"
+            return self.reject(message_id, reason)
+        assert isinstance(entry, Mapping)  # classify() accepted it
+        key = incidents.key_for(signal, self.settings.project)
+        labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
+        if key is None:
+            self._count(Status.IGNORED)
+            reason = (
+                "no known failure signature"
+                if signal.kind.value == "unrecognized"
+                else "names no workload, node pool, host or node"
+            )
+            event(
+                self._log,
+                logging.INFO,
+                f"ignored entry: {reason}",
+                labels=labels,
+                event="entry_ignored",
+                kind=signal.kind.value,
+                insert_id=signal.insert_id,
+            )
+            return Outcome(Status.IGNORED, message_id, kind=signal.kind.value, reason=reason)
+        event_time = signal.timestamp or _parse_optional(fallback_time) or now
+        arrival = Arrival(
+            key=key,
+            signal=signal,
+            event_time=event_time,
+            now=now,
+            entry_id=incidents.entry_id(entry),
+            message_id=message_id,
+            policy=self._policy,
+        )
+        result = self.store.ingest(arrival)
+        if result.duplicate or result.incident is None:
+            self._count(Status.DUPLICATE)
+            event(
+                self._log,
+                logging.INFO,
+                "duplicate delivery ignored",
+                labels=labels,
+                event="entry_duplicate",
+                insert_id=signal.insert_id,
+            )
+            return Outcome(Status.DUPLICATE, message_id, kind=signal.kind.value)
+        self._count(Status.ACCEPTED)
+        incident = result.incident
+        event(
+            self._log,
+            logging.INFO,
+            "incident opened" if result.created else "signal added to incident",
+            labels={**incident.labels(), **labels},
+            event="incident_opened" if result.created else "signal_added",
+            kind=signal.kind.value,
+            key=str(key),
+            signal_count=incident.signal_count,
+            insert_id=signal.insert_id,
+        )
+        return Outcome(
+            Status.ACCEPTED,
+            message_id,
+            incident_id=incident.id,
+            created=result.created,
+            kind=signal.kind.value,
+        )
+
+    def reject(self, message_id: str | None, reason: str, **fields: Any) -> Outcome:
+        """Bad input: one ERROR line naming the message and the reason; acknowledged."""
+        self._count(Status.REJECTED)
+        event(
+            self._log,
+            logging.ERROR,
+            f"rejected message {message_id or '(no messageId)'}: {reason}",
+            labels={"message_id": message_id},
+            event="entry_rejected",
+            message_id=message_id,
+            reason=reason,
+            **fields,
+        )
+        return Outcome(Status.REJECTED, message_id, reason=reason)
+
+    # --- settling -------------------------------------------------------------------
+
+    def settle(self, now: datetime | None = None) -> SettleReport:
+        """Expire stale approval requests; diagnose incidents whose settle time passed."""
+        now = now or self.clock()
+        report = SettleReport()
+        batch = self.settings.settle_batch
+        for incident_id in self.store.expiring(now, batch):
+            self._isolated(incident_id, report, partial(self._expire_one, incident_id, now, report))
+        for incident_id in self.store.due(now, batch):
+            self._isolated(incident_id, report, partial(self._settle_one, incident_id, now, report))
+        report.pruned = self.store.prune(now - self.settings.dedup_retention)
+        return report
+
+    def _isolated(self, incident_id: str, report: SettleReport, work: Callable[[], None]) -> None:
+        """One incident's failure must not starve the others: log it, report it, go on.
+
+        A failed diagnosis keeps its lease (settle_at) and is retried once it runs out.
+        """
+        try:
+            work()
+        except (TransientError, InvalidInput) as exc:
+            report.failed.append({"incident_id": incident_id, "reason": str(exc)})
+            self._count("settle_failed")
+            event(
+                self._log,
+                logging.ERROR,
+                f"settling {incident_id} failed: {exc}",
+                labels={"incident_id": incident_id},
+                event="settle_failed",
+                error=type(exc).__name__,
+            )
+
+    def _expire_one(self, incident_id: str, now: datetime, report: SettleReport) -> None:
+        expired = self.store.update(incident_id, lambda i: incidents.expire(i, now))
+        if not expired.changed or expired.incident is None:
+            return
+        report.expired.append(incident_id)
+        self._count("expired")
+        event(
+            self._log,
+            logging.INFO,
+            "approval request expired",
+            labels=expired.incident.labels(),
+            event="incident_expired",
+        )
+        self._notify(expired.incident, report)
+
+    def _settle_one(self, incident_id: str, now: datetime, report: SettleReport) -> None:
+        claimed = self.store.update(incident_id, lambda i: incidents.claim(i, now))
+        if not claimed.changed or claimed.incident is None:
+            return  # someone else holds it, or it is no longer due
+        incident = claimed.incident
+        context = incidents.context_for(incident)
+        budget = QueryBudget(self.settings.query_budget)
+        evidence = self.evidence.collect(context, budget)
+        signals = self.store.signals(incident_id)
+        names = incidents.lookup_names(incident, signals)
+        names.update(n.physical_host for n in evidence.nodes or () if n.physical_host)
+        history = self.store.host_history(names, exclude_incident=incident_id)
+        evidence = merge_evidence(evidence, signals, history)
+        diagnosis = self._diagnose(context, evidence)
+        record = DiagnosisRecord.from_diagnosis(
+            diagnosis,
+            self._render(diagnosis),
+            at=now,
+            signal_revision=incident.signal_revision,
+            queries=budget.spent,
+        )
+        stored = self.store.update(
+            incident_id,
+            lambda i: incidents.apply_diagnosis(i, record, now=now, policy=self._policy),
+        )
+        if not stored.changed or stored.incident is None:
+            return
+        self.store.record_host_failures(
+            incidents.host_failures(incident_id, diagnosis, signals, evidence.nodes or ())
+        )
+        report.diagnosed.append(incident_id)
+        self._count("diagnosed")
+        event(
+            self._log,
+            logging.INFO,
+            f"incident diagnosed: {record.root_cause} -> {record.remediation_path}",
+            labels=stored.incident.labels(),
+            event="incident_diagnosed",
+            state=stored.incident.state.value,
+            root_cause=record.root_cause,
+            remediation_path=record.remediation_path,
+            queries=budget.spent,
+            queries_refused=budget.refused,
+            signal_count=stored.incident.signal_count,
+        )
+        self._notify(stored.incident, report)
+
+    def _notify(self, incident: Incident, report: SettleReport) -> None:
+        message = notify.render(incident)
+        if message.fingerprint == incident.notified_fingerprint:
+            return
+        try:
+            self.notifier.post(message)
+        except TransientError:
+            # Keep the incident due, so a later settle diagnoses and notifies again
+            # (the diagnosis is stored either way; only the message is missing).
+            retry_at = self.clock() + self.settings.settle_time
+            self.store.update(incident.id, lambda i: incidents.rearm(i, retry_at))
+            raise
+        self.store.update(incident.id, lambda i: incidents.mark_notified(i, message.fingerprint))
+        report.notified.append(incident.id)
+        self._count("notified")
+
+
+def merge_evidence(
+    evidence: Evidence, signals: Iterable[Signal], history: Iterable[HostFailureRecord]
+) -> Evidence:
+    """Add the incident's own signals and the remembered host failures to the evidence."""
+    existing = tuple(evidence.signals or ())
+    seen = {(s.insert_id, s.log_name, s.timestamp) for s in existing if s.insert_id}
+    extra = tuple(s for s in signals if (s.insert_id, s.log_name, s.timestamp) not in seen)
+    sources = dict(evidence.sources)
+    logs = sources.get(EvidenceKind.LOGS)
+    if extra and (logs is None or not logs.available):
+        sources[EvidenceKind.LOGS] = SourceStatus("incident signals", True)
+    return replace(
+        evidence,
+        signals=existing + extra,
+        host_history=(*evidence.host_history, *history),
+        sources=sources,
+    )
+
+
+def _parse_optional(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except InvalidContext:
+        return None

@@ -1,0 +1,86 @@
+"""The IncidentStore port: what the responder needs from durable state.
+
+Implementations: :mod:`.sqlite` (embedded, local default), :mod:`.firestore` (cloud) and
+``tests/fakes.py`` (in memory). The grouping decision itself is pure
+(:func:`loopbreaker.incidents.choose` / :func:`~loopbreaker.incidents.absorb`); a store only
+runs it inside one transaction per arrival, so concurrent deliveries cannot lose an
+update or open two incidents for one key and window. Transient failures (contention,
+unavailability) raise :class:`~loopbreaker.errors.TransientError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from loopbreaker.incidents import Arrival, Incident, State
+from loopbreaker.model import HostFailureRecord, Signal
+
+#: A pure change of one incident; returning None means "leave it as it is".
+Change = Callable[[Incident], Incident | None]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    duplicate: bool
+    incident: Incident | None = None
+    created: bool = False
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    incident: Incident | None  # None: no such incident
+    changed: bool
+
+
+class IncidentStore(Protocol):
+    """Durable incidents, dedup keys and per-host failure history."""
+
+    def ingest(self, arrival: Arrival) -> IngestResult:
+        """In ONE transaction: dedup check, choose or open the incident, write it, keep keys.
+
+        A dedup id (entry or messageId) seen before makes it a duplicate: nothing changes.
+        """
+        ...
+
+    def update(self, incident_id: str, change: Change) -> UpdateResult:
+        """Read-modify-write one incident in a transaction (``change`` may run again)."""
+        ...
+
+    def get(self, incident_id: str) -> Incident | None: ...
+
+    def list_incidents(
+        self, *, states: Collection[State] | None = None, limit: int = 100
+    ) -> list[Incident]:
+        """Incidents, most recently opened first."""
+        ...
+
+    def due(self, now: datetime, limit: int) -> list[str]:
+        """Ids of incidents whose settle time has passed, oldest first."""
+        ...
+
+    def expiring(self, now: datetime, limit: int) -> list[str]:
+        """Ids of incidents whose approval request is past its expiry."""
+        ...
+
+    def signals(self, incident_id: str) -> list[Signal]:
+        """The signals kept for an incident, in arrival order."""
+        ...
+
+    def host_history(
+        self, names: Collection[str], *, exclude_incident: str | None = None
+    ) -> list[HostFailureRecord]:
+        """Remembered failures whose host or node is one of ``names``."""
+        ...
+
+    def record_host_failures(self, records: Sequence[HostFailureRecord]) -> None:
+        """Remember failures (idempotent: a record written twice is stored once)."""
+        ...
+
+    def prune(self, before: datetime) -> int:
+        """Forget dedup keys older than ``before``; returns how many went."""
+        ...
+
+    def close(self) -> None: ...

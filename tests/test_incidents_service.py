@@ -1,0 +1,324 @@
+"""The Responder with recording fakes and an injected clock: storms, dedup, settle, expiry."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
+
+from loopbreaker import engine, logs
+from loopbreaker.envelope import Delivery
+from loopbreaker.errors import InvalidTelemetry, TransientError
+from loopbreaker.evidence import QueryBudget
+from loopbreaker.incidents import State
+from loopbreaker.model import (
+    Context,
+    Diagnosis,
+    Evidence,
+    Remediation,
+    RemediationPath,
+    Risk,
+    RootCause,
+)
+from loopbreaker.service import Responder, Status
+from loopbreaker.settings import Settings
+from loopbreaker.store.base import IncidentStore
+from loopbreaker.store.sqlite import SqliteStore
+
+T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
+PROJECT, CLUSTER, POOL = "proj", "tpu-cluster-prod", "spot-pool"
+SETTINGS = Settings(settle_time=timedelta(seconds=60), stale_after=timedelta(hours=6))
+
+
+def ts(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def preemption(i: int, at: datetime) -> dict[str, Any]:
+    return {
+        "insertId": f"pre-{i}",
+        "logName": f"projects/{PROJECT}/logs/container.googleapis.com%2Fnodepool-events",
+        "resource": {
+            "type": "gke_nodepool",
+            "labels": {"project_id": PROJECT, "cluster_name": CLUSTER, "node_pool_name": POOL},
+        },
+        "timestamp": ts(at),
+        "jsonPayload": {"message": f"PreemptionEvent: Node 'gke-n-{i}' was preempted."},
+    }
+
+
+def host_error(insert_id: str, node: str, at: datetime) -> dict[str, Any]:
+    """The Compute Engine system-event audit entry (reference fixture, renamed)."""
+    return {
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "status": {"message": "Instance terminated by Compute Engine."},
+            "methodName": "compute.instances.hostError",
+            "resourceName": f"projects/{PROJECT}/zones/us-east1-d/instances/{node}",
+        },
+        "insertId": insert_id,
+        "resource": {
+            "type": "gce_instance",
+            "labels": {"zone": "us-east1-d", "project_id": PROJECT, "instance_id": "207"},
+        },
+        "timestamp": ts(at),
+        "logName": f"projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Fsystem_event",
+    }
+
+
+@pytest.fixture(autouse=True)
+def json_logs() -> Iterator[None]:
+    logs.configure("INFO")
+    yield
+
+
+@pytest.fixture(params=["fake", "sqlite"])
+def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
+    made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
+    yield made
+    made.close()
+
+
+def responder(
+    store: IncidentStore,
+    clock: FakeClock,
+    *,
+    notifier: FakeNotifier | None = None,
+    evidence: FakeEvidence | None = None,
+    settings: Settings = SETTINGS,
+    diagnose: Any = engine.diagnose,
+) -> Responder:
+    return Responder(
+        settings=settings,
+        store=store,
+        notifier=notifier or FakeNotifier(),
+        evidence=evidence or FakeEvidence(),
+        clock=clock,
+        diagnose=diagnose,
+    )
+
+
+def error_lines(text: str) -> list[dict[str, Any]]:
+    return [d for d in (json.loads(line) for line in text.splitlines()) if d["severity"] == "ERROR"]
+
+
+def test_a_storm_is_one_incident_one_diagnosis_one_notification(store: IncidentStore) -> None:
+    clock = FakeClock(T0)
+    notifier = FakeNotifier()
+    service = responder(store, clock, notifier=notifier)
+    for i in range(256):
+        clock.set(T0 + timedelta(milliseconds=900 * i))
+        outcome = service.handle_entry(f"m{i}", preemption(i, clock.now))
+        assert outcome.status is Status.ACCEPTED
+    assert service.settle(clock.now + timedelta(seconds=59)).diagnosed == []  # debounce
+    report = service.settle(clock.now + timedelta(seconds=60))
+    again = service.settle(clock.now + timedelta(minutes=5))
+    [incident] = store.list_incidents()
+    assert report.diagnosed == [incident.id] and again.diagnosed == []
+    assert incident.signal_count == 256 and incident.counts == {"preemption": 256}
+    assert incident.state is State.DIAGNOSED and incident.diagnoses == 1
+    assert incident.diagnosis is not None
+    assert incident.diagnosis.root_cause == RootCause.SPOT_PREEMPTION.value
+    assert len(notifier.posted) == 1 and incident.notifications == 1
+    assert notifier.posted[0].incident_id == incident.id
+    assert service.stats["accepted"] == 256 and service.stats["diagnosed"] == 1
+
+
+def test_redeliveries_are_counted_and_change_nothing(store: IncidentStore) -> None:
+    clock = FakeClock(T0)
+    service = responder(store, clock)
+    entry = preemption(1, T0)
+    first = service.handle_entry("m1", entry)
+    before = store.get(first.incident_id or "")
+    same_message = service.handle_entry("m1", preemption(2, T0))  # same messageId
+    same_entry = service.handle_entry("m2", dict(entry))  # republished entry
+    assert (same_message.status, same_entry.status) == (Status.DUPLICATE, Status.DUPLICATE)
+    assert store.get(first.incident_id or "") == before
+    assert service.stats["duplicate"] == 2
+
+
+def test_bad_input_is_one_error_line_naming_the_message(
+    store: IncidentStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = responder(store, FakeClock(T0))
+    outcome = service.handle_entry("1234", {"textPayload": "hello"})
+    assert outcome.status is Status.REJECTED
+    [line] = error_lines(capsys.readouterr().err)
+    assert line["message_id"] == "1234"
+    assert "not a LogEntry" in line["reason"] and "1234" in line["message"]
+    assert line["logging.googleapis.com/labels"] == {"message_id": "1234"}
+    assert store.list_incidents() == [] and service.stats["rejected"] == 1
+
+
+def test_unrecognized_entries_are_ignored(store: IncidentStore) -> None:
+    service = responder(store, FakeClock(T0))
+    entry = preemption(1, T0)
+    entry["jsonPayload"] = {"message": "node pool resized"}
+    assert service.handle_entry("m1", entry).status is Status.IGNORED
+    assert store.list_incidents() == []
+
+
+def test_a_transient_store_error_propagates_so_the_delivery_is_retried() -> None:
+    store = FakeStore(fail={"ingest": [TransientError("contention")]})
+    service = responder(store, FakeClock(T0))
+    with pytest.raises(TransientError):
+        service.handle_entry("m1", preemption(1, T0))
+    assert service.handle_entry("m1", preemption(1, T0)).status is Status.ACCEPTED
+
+
+def test_new_signals_re_trigger_the_diagnosis_and_update_the_message(
+    store: IncidentStore,
+) -> None:
+    clock = FakeClock(T0)
+    notifier = FakeNotifier()
+    service = responder(store, clock, notifier=notifier)
+    service.handle_entry("m1", preemption(1, T0))
+    service.settle(clock.advance(seconds=61))
+    clock.advance(minutes=5)
+    late = service.handle_entry("m2", preemption(2, T0 + timedelta(minutes=4)))
+    assert service.settle(clock.advance(seconds=30)).diagnosed == []
+    assert service.settle(clock.advance(seconds=31)).diagnosed == [late.incident_id]
+    [incident] = store.list_incidents()
+    assert incident.diagnoses == 2 and incident.signal_count == 2
+    assert [n.incident_id for n in notifier.posted] == [incident.id] * 2
+    assert notifier.posted[0].fingerprint != notifier.posted[1].fingerprint
+    assert len(notifier.messages) == 1  # one message, updated in place
+
+
+def test_queries_are_bounded_and_counted(store: IncidentStore) -> None:
+    evidence = FakeEvidence(queries=25)
+    clock = FakeClock(T0)
+    service = responder(
+        store, clock, evidence=evidence, settings=replace(SETTINGS, query_budget=10)
+    )
+    service.handle_entry("m1", preemption(1, T0))
+    service.settle(clock.advance(seconds=61))
+    [incident] = store.list_incidents()
+    assert incident.queries_spent == 10
+    assert evidence.budgets[0].spent == 10 and evidence.budgets[0].refused == 1
+
+
+def needs_approval(context: Context, evidence: Evidence) -> Diagnosis:
+    base = engine.diagnose(context, evidence)
+    return replace(
+        base,
+        root_cause=RootCause.FAULTY_HOST,
+        remediation=Remediation(RemediationPath.ISOLATE_HOST, Risk.HIGH, True, ("cordon",)),
+    )
+
+
+def test_a_stale_approval_request_expires_and_the_message_says_so(
+    store: IncidentStore,
+) -> None:
+    clock = FakeClock(T0)
+    notifier = FakeNotifier()
+    service = responder(store, clock, notifier=notifier, diagnose=needs_approval)
+    service.handle_entry("m1", host_error("h1", "gke-c-p-1a2b3c4d-0001", T0))
+    service.settle(clock.advance(seconds=61))
+    [asked] = store.list_incidents()
+    assert asked.state is State.AWAITING_APPROVAL
+    assert service.settle(clock.advance(hours=5)).expired == []
+    report = service.settle(clock.advance(hours=1))
+    [expired] = store.list_incidents()
+    assert report.expired == [expired.id] and expired.state is State.EXPIRED
+    assert [a.to_state for a in expired.audit] == [
+        State.OPEN,
+        State.DIAGNOSED,
+        State.AWAITING_APPROVAL,
+        State.EXPIRED,
+    ]
+    assert [n.state for n in notifier.posted] == ["awaiting_approval", "expired"]
+
+
+def test_a_host_that_failed_in_an_earlier_incident_is_repeatedly_failing(
+    store: IncidentStore,
+) -> None:
+    clock = FakeClock(T0)
+    service = responder(store, clock)
+    node = "gke-c-p-1a2b3c4d-0001"
+    service.handle_entry("m1", host_error("h1", node, T0))
+    service.settle(clock.advance(seconds=61))
+    [yesterday] = store.list_incidents()
+    assert yesterday.diagnosis and yesterday.diagnosis.root_cause == RootCause.HOST_ERROR.value
+    today = T0 + timedelta(days=1)
+    clock.set(today)
+    service.handle_entry("m2", host_error("h2", node, today))
+    service.settle(clock.advance(seconds=61))
+    latest = max(store.list_incidents(), key=lambda i: i.opened_at)
+    assert latest.id != yesterday.id
+    assert latest.diagnosis and latest.diagnosis.root_cause == RootCause.FAULTY_HOST.value
+    assert latest.diagnosis.suspect_hosts == (node,)
+
+
+def test_one_failing_diagnosis_does_not_stop_the_others(
+    store: IncidentStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Flaky(FakeEvidence):
+        def collect(self, context: Context, budget: QueryBudget) -> Evidence:
+            if not self.contexts:
+                self.contexts.append(context)
+                raise InvalidTelemetry("metrics.om line 3: bad sample")
+            return super().collect(context, budget)
+
+    clock = FakeClock(T0)
+    service = responder(store, clock, evidence=Flaky())
+    service.handle_entry("m1", preemption(1, T0))
+    other = preemption(2, T0)
+    other["resource"]["labels"]["node_pool_name"] = "other-pool"
+    service.handle_entry("m2", other)
+    report = service.settle(clock.advance(seconds=61))
+    assert len(report.failed) == 1 and len(report.diagnosed) == 1
+    assert "bad sample" in error_lines(capsys.readouterr().err)[0]["message"]
+    retried = service.settle(clock.advance(minutes=6))  # after the diagnosis lease
+    assert retried.diagnosed == [report.failed[0]["incident_id"]]
+
+
+def test_the_sink_timestamp_stands_in_for_a_missing_entry_timestamp(
+    store: IncidentStore,
+) -> None:
+    clock = FakeClock(T0 + timedelta(hours=3))
+    service = responder(store, clock)
+    entry = preemption(1, T0)
+    del entry["timestamp"]
+    delivery = Delivery(
+        "m1", entry, "2026-05-20T11:00:00Z", {"logging.googleapis.com/timestamp": ts(T0)}
+    )
+    service.handle_delivery(delivery)
+    [incident] = store.list_incidents()
+    assert incident.first_event == T0
+
+
+def test_log_lines_are_cloud_logging_json(capsys: pytest.CaptureFixture[str]) -> None:
+    log = logs.get_logger("test")
+    logs.event(
+        log,
+        logging.WARNING,
+        "hello",
+        labels={"incident_id": "inc-1", "node": None},
+        cluster_size=3,
+    )
+    [line] = capsys.readouterr().err.splitlines()
+    record = json.loads(line)
+    assert record["severity"] == "WARNING" and record["message"] == "hello"
+    assert record["logging.googleapis.com/labels"] == {"incident_id": "inc-1"}
+    assert record["cluster_size"] == 3 and "time" in record
+
+
+def test_a_failed_notification_is_retried_by_a_later_settle(store: IncidentStore) -> None:
+    clock = FakeClock(T0)
+    notifier = FakeNotifier(fail=[TransientError("chat API 503")])
+    service = responder(store, clock, notifier=notifier)
+    service.handle_entry("m1", preemption(1, T0))
+    first = service.settle(clock.advance(seconds=61))
+    [incident] = store.list_incidents()
+    assert first.failed and "chat API 503" in first.failed[0]["reason"]
+    assert incident.state is State.DIAGNOSED and incident.notifications == 0
+    assert service.settle(clock.advance(seconds=30)).notified == []
+    assert service.settle(clock.advance(seconds=31)).notified == [incident.id]
+    assert len(notifier.posted) == 1

@@ -1,0 +1,323 @@
+"""One contract, three IncidentStores: SQLite, the real Firestore emulator, and the fake."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fakes import FakeStore
+
+from loopbreaker import incidents
+from loopbreaker.errors import TransientError
+from loopbreaker.incidents import Arrival, IncidentKey, Policy, Scope, State
+from loopbreaker.model import HostFailureRecord, Signal, SignalKind
+from loopbreaker.store.base import IncidentStore, IngestResult
+from loopbreaker.store.sqlite import SqliteStore
+
+T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
+POLICY = Policy(grouping_window=timedelta(minutes=30), settle_time=timedelta(seconds=60))
+KEY = IncidentKey("proj", "tpu-cluster-prod", Scope.NODE_POOL, "spot-pool")
+
+StoreFactory = Callable[[], IncidentStore]
+
+
+def arrival(
+    insert_id: str,
+    minutes: float = 0,
+    *,
+    key: IncidentKey = KEY,
+    message_id: str | None = None,
+    now: datetime | None = None,
+    kind: SignalKind = SignalKind.PREEMPTION,
+    node: str | None = None,
+    policy: Policy = POLICY,
+) -> Arrival:
+    at = T0 + timedelta(minutes=minutes)
+    signal = Signal(
+        kind=kind,
+        timestamp=at,
+        project=key.project,
+        cluster=key.cluster,
+        node_pool=key.name,
+        node=node or f"gke-node-{insert_id}",
+        insert_id=insert_id,
+        log_name="projects/proj/logs/events",
+    )
+    entry = {"insertId": insert_id, "logName": signal.log_name, "timestamp": at.isoformat()}
+    return Arrival(
+        key=key,
+        signal=signal,
+        event_time=at,
+        now=now or at,
+        entry_id=incidents.entry_id(entry),
+        message_id=message_id,
+        policy=policy,
+    )
+
+
+@pytest.fixture(params=["sqlite", "firestore", "fake"])
+def store_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[StoreFactory]:
+    """A factory: every call opens another handle on the SAME store (a new connection)."""
+    opened: list[IncidentStore] = []
+    if request.param == "sqlite":
+        path = tmp_path / "incidents.sqlite"
+
+        def make() -> IncidentStore:
+            store = SqliteStore(path)
+            opened.append(store)
+            return store
+
+    elif request.param == "firestore":
+        emulator = request.getfixturevalue("firestore_emulator")
+        for name, value in emulator.env.items():
+            monkeypatch.setenv(name, value)
+        prefix = "t" + uuid.uuid4().hex[:12]
+        from loopbreaker.store.firestore import FirestoreStore
+
+        def make() -> IncidentStore:
+            store = FirestoreStore.connect(
+                project=emulator.project, database="(default)", prefix=prefix
+            )
+            opened.append(store)
+            return store
+
+    else:
+        shared = FakeStore()
+
+        def make() -> IncidentStore:
+            return shared
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> IncidentStore:
+    return store_factory()
+
+
+def test_first_arrival_opens_an_incident(store: IncidentStore) -> None:
+    result = store.ingest(arrival("a"))
+    assert not result.duplicate and result.created and result.incident is not None
+    incident = store.get(result.incident.id)
+    assert incident is not None
+    assert incident.state is State.OPEN
+    assert incident.signal_count == 1
+    assert incident.key == KEY
+    assert incident.settle_at == T0 + timedelta(seconds=60)
+    assert [a.to_state for a in incident.audit] == [State.OPEN]
+
+
+def test_arrivals_in_the_window_join_with_exact_counts(store: IncidentStore) -> None:
+    first = store.ingest(arrival("a", 0))
+    store.ingest(arrival("b", 5, kind=SignalKind.MAINTENANCE))
+    third = store.ingest(arrival("c", -10))  # earlier than the first, still in the window
+    assert first.incident and third.incident
+    assert third.incident.id == first.incident.id and not third.created
+    incident = store.get(first.incident.id)
+    assert incident is not None
+    assert incident.signal_count == 3
+    assert incident.counts == {"preemption": 2, "maintenance": 1}
+    assert incident.first_event == T0 - timedelta(minutes=10)
+    assert incident.last_event == T0 + timedelta(minutes=5)
+    assert len(store.list_incidents()) == 1
+
+
+def test_late_and_out_of_order_entries_join_the_incident_of_their_event_time(
+    store: IncidentStore,
+) -> None:
+    morning = store.ingest(arrival("a", 0))
+    noon = store.ingest(arrival("b", 240))
+    late_morning = store.ingest(arrival("c", 20, now=T0 + timedelta(hours=5)))
+    late_noon = store.ingest(arrival("d", 225, now=T0 + timedelta(hours=5)))
+    between = store.ingest(arrival("e", 120))
+    assert morning.incident and noon.incident and late_morning.incident and late_noon.incident
+    assert morning.incident.id != noon.incident.id
+    assert late_morning.incident.id == morning.incident.id
+    assert late_noon.incident.id == noon.incident.id
+    assert between.created
+    assert len(store.list_incidents()) == 3
+
+
+@pytest.mark.parametrize("same", ["message_id", "entry"])
+def test_a_redelivery_changes_nothing(store: IncidentStore, same: str) -> None:
+    first = store.ingest(arrival("a", message_id="m1"))
+    again = (
+        arrival("a-other-entry", message_id="m1")
+        if same == "message_id"
+        else arrival("a", message_id="m2")
+    )
+    assert first.incident
+    before = store.get(first.incident.id)
+    assert store.ingest(again) == IngestResult(duplicate=True)
+    assert store.get(first.incident.id) == before
+
+
+def test_other_keys_open_other_incidents(store: IncidentStore) -> None:
+    other = IncidentKey("proj", "tpu-cluster-prod", Scope.NODE_POOL, "other-pool")
+    a = store.ingest(arrival("a"))
+    b = store.ingest(arrival("b", key=other))
+    assert a.incident and b.incident and a.incident.id != b.incident.id
+    assert {str(i.key) for i in store.list_incidents()} == {str(KEY), str(other)}
+
+
+def test_a_final_incident_is_never_joined(store: IncidentStore) -> None:
+    first = store.ingest(arrival("a"))
+    assert first.incident
+    now = T0 + timedelta(minutes=2)
+
+    def reject(i: incidents.Incident) -> incidents.Incident:
+        i = incidents.transition(i, State.DIAGNOSED, actor="system", at=now)
+        i = incidents.transition(i, State.AWAITING_APPROVAL, actor="system", at=now)
+        return incidents.transition(i, State.REJECTED, actor="alice@example.com", at=now)
+
+    assert store.update(first.incident.id, reject).changed
+    second = store.ingest(arrival("b", 1))
+    assert second.created and second.incident and second.incident.id != first.incident.id
+    rejected = store.get(first.incident.id)
+    assert rejected and rejected.state is State.REJECTED and rejected.signal_count == 1
+    assert [a.actor for a in rejected.audit][-1] == "alice@example.com"
+
+
+def test_signals_are_capped_but_counted(store: IncidentStore) -> None:
+    policy = Policy(max_signals=3)
+    ids = [store.ingest(arrival(f"s{i}", i, policy=policy)) for i in range(5)]
+    incident_id = ids[0].incident.id if ids[0].incident else ""
+    incident = store.get(incident_id)
+    assert incident and incident.signal_count == 5 and incident.kept_signals == 3
+    kept = store.signals(incident_id)
+    assert [s.insert_id for s in kept] == ["s0", "s1", "s2"]
+    assert kept[0].kind is SignalKind.PREEMPTION and kept[0].timestamp == T0
+
+
+def test_update_reports_missing_and_unchanged(store: IncidentStore) -> None:
+    assert store.update("inc-missing", lambda i: i).incident is None
+    created = store.ingest(arrival("a"))
+    assert created.incident
+    unchanged = store.update(created.incident.id, lambda i: None)
+    assert not unchanged.changed and unchanged.incident == created.incident
+
+
+def test_due_and_expiring_follow_their_times(store: IncidentStore) -> None:
+    a = store.ingest(arrival("a", 0)).incident
+    b = store.ingest(arrival("b", 0, key=IncidentKey(None, None, Scope.NODE, "n1"))).incident
+    assert a and b
+    assert store.due(T0, 10) == []
+    assert sorted(store.due(T0 + timedelta(seconds=60), 10)) == sorted([a.id, b.id])
+    assert len(store.due(T0 + timedelta(seconds=60), 1)) == 1
+    at = T0 + timedelta(minutes=2)
+    stale = timedelta(hours=1)
+
+    def ask(i: incidents.Incident) -> incidents.Incident:
+        i = incidents.transition(i, State.DIAGNOSED, actor="system", at=at)
+        i = incidents.transition(i, State.AWAITING_APPROVAL, actor="system", at=at)
+        return dataclasses.replace(i, expires_at=at + stale)
+
+    store.update(a.id, ask)
+    assert store.expiring(at + stale - timedelta(seconds=1), 10) == []
+    assert store.expiring(at + stale, 10) == [a.id]
+
+
+def test_list_filters_states_newest_first(store: IncidentStore) -> None:
+    first = store.ingest(arrival("a", 0)).incident
+    second = store.ingest(
+        arrival(
+            "b", 0, key=IncidentKey(None, None, Scope.NODE, "n1"), now=T0 + timedelta(seconds=5)
+        )
+    ).incident
+    assert first and second
+    assert [i.id for i in store.list_incidents()] == [second.id, first.id]
+    store.update(
+        first.id,
+        lambda i: incidents.transition(i, State.DIAGNOSED, actor="system", at=T0),
+    )
+    assert [i.id for i in store.list_incidents(states=[State.DIAGNOSED])] == [first.id]
+    assert store.list_incidents(limit=1)[0].id == second.id
+
+
+def test_host_history_is_remembered_once_and_excludes_its_own_incident(
+    store: IncidentStore,
+) -> None:
+    yesterday = HostFailureRecord("host-7", "gke-node-1", T0 - timedelta(days=1), "inc-1")
+    today = HostFailureRecord("host-7", "gke-node-2", T0, "inc-2")
+    other = HostFailureRecord("host-9", "gke-node-9", T0, "inc-2")
+    store.record_host_failures([yesterday, today, other])
+    store.record_host_failures([yesterday])  # idempotent
+    found = store.host_history({"host-7"})
+    assert [(r.host, r.node, r.incident_id) for r in found] == [
+        ("host-7", "gke-node-1", "inc-1"),
+        ("host-7", "gke-node-2", "inc-2"),
+    ]
+    assert found[0].at == yesterday.at
+    assert [r.incident_id for r in store.host_history({"host-7"}, exclude_incident="inc-2")] == [
+        "inc-1"
+    ]
+    by_node = store.host_history({"gke-node-9"})
+    assert [r.host for r in by_node] == ["host-9"]
+    assert store.host_history(set()) == []
+
+
+def test_prune_forgets_old_dedup_keys(store: IncidentStore) -> None:
+    store.ingest(arrival("a", 0, message_id="m1"))
+    assert store.prune(T0 - timedelta(days=1)) == 0
+    assert store.prune(T0 + timedelta(days=9)) == 2  # the entry id and the messageId
+    again = store.ingest(arrival("a", 1, message_id="m1"))
+    assert not again.duplicate
+
+
+def _retrying(call: Callable[[], IngestResult]) -> IngestResult:
+    """What Pub/Sub does with a TransientError: deliver again."""
+    for _ in range(50):
+        try:
+            return call()
+        except TransientError:
+            continue
+    raise AssertionError("still contended after 50 redeliveries")
+
+
+def test_concurrent_arrivals_open_one_incident_and_lose_no_update(
+    store_factory: StoreFactory,
+) -> None:
+    handles = [store_factory() for _ in range(4)]
+    arrivals = [arrival(f"c{i}", i * 0.1) for i in range(24)]
+    start = threading.Barrier(8)
+
+    def deliver(n: int) -> IngestResult:
+        if n < 8:
+            start.wait()
+        return _retrying(lambda: handles[n % len(handles)].ingest(arrivals[n]))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(deliver, range(len(arrivals))))
+    assert not any(r.duplicate for r in results)
+    assert sum(r.created for r in results) == 1
+    listed = handles[0].list_incidents()
+    assert len(listed) == 1
+    assert listed[0].signal_count == 24
+    assert listed[0].counts == {"preemption": 24}
+    assert len(handles[0].signals(listed[0].id)) == 24
+
+
+def test_concurrent_redeliveries_count_once(store_factory: StoreFactory) -> None:
+    handles = [store_factory() for _ in range(4)]
+    same = arrival("dup", message_id="m-dup")
+    start = threading.Barrier(8)
+
+    def deliver(n: int) -> IngestResult:
+        start.wait()
+        return _retrying(lambda: handles[n % len(handles)].ingest(same))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(deliver, range(8)))
+    assert sum(not r.duplicate for r in results) == 1
+    listed = handles[0].list_incidents()
+    assert len(listed) == 1 and listed[0].signal_count == 1
