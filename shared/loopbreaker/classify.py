@@ -6,10 +6,11 @@ matches) or raises :class:`InvalidLogEntry` naming what is wrong.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
@@ -90,11 +91,55 @@ _TEXT_RULES: tuple[tuple[SignalKind, re.Pattern[str], bool], ...] = (
     ),
 )
 
+# Literals (lower case) every match of a rule starts with: a substring test costs a
+# fraction of a regex search and most lines match no rule, so a rule whose literals are
+# all absent is skipped, and otherwise searched from the first literal found (no match
+# can start earlier). UNSCHEDULABLE's "N/M nodes are available" starts with digits, so
+# its literal only gates the search. tests/test_functions_hot_path.py checks both claims.
+_GUARDS: dict[SignalKind, tuple[str, ...]] = {
+    SignalKind.PREEMPTION: ("preemptionevent",),
+    SignalKind.MAINTENANCE: ("maintenanceevent",),
+    SignalKind.TERMINATION: ("terminationevent",),
+    SignalKind.NCCL_TIMEOUT: (
+        "watchdog caught collective operation timeout",
+        "some nccl operations have failed or timed out",
+        "nccl",
+        "collective operation timeout",
+    ),
+    SignalKind.MEGASCALE_HANG: ("mega",),
+    SignalKind.DIST_BACKEND_ERROR: ("distbackenderror",),
+    SignalKind.WORKER_CRASH: ("childfailederror", "child process ", "died with exit code"),
+    SignalKind.CONNECTION_RESET: ("connection reset by peer",),
+    SignalKind.UNSCHEDULABLE: ("failedscheduling", "nodes are available"),
+    SignalKind.NODE_NOT_READY: ("nodenotready",),
+    SignalKind.KERNEL_PANIC: ("kernel panic",),
+    SignalKind.KERNEL_BUG: ("bug: ",),
+    SignalKind.HARDWARE_FAILURE: ("hardware", "machine check", "nvrm: xid"),
+    SignalKind.HOST_ERROR: ("host",),
+    SignalKind.NODE_PROBLEM_DETECTOR_EXIT: ("node-problem-detector",),
+}
+_GATE_ONLY = frozenset({SignalKind.UNSCHEDULABLE})
+# A literal every match also contains: NCCL lines are common, NCCL *timeouts* are not.
+_ALSO_REQUIRED: dict[SignalKind, str] = {SignalKind.NCCL_TIMEOUT: "time"}
+
+
+# The rules with their literals, flattened once for the per-entry loop:
+# (kind, pattern, for containers, literals, search from the first literal, also required).
+_RULES: tuple[tuple[SignalKind, re.Pattern[str], bool, tuple[str, ...], bool, str | None], ...] = (
+    tuple(
+        (kind, pattern, containers, _GUARDS[kind], kind not in _GATE_ONLY, _ALSO_REQUIRED.get(kind))
+        for kind, pattern, containers in _TEXT_RULES
+    )
+)
+
+
 _NODE_IN_TEXT = (
     re.compile(r"\bNode '(?P<node>[^']+)'"),
     re.compile(r"\bNode (?P<node>[a-z0-9][a-z0-9.-]*) status is now", re.I),
     re.compile(r"^[A-Z][a-z]{2} +\d+ [\d:]{8} (?P<node>[a-z0-9][a-z0-9.-]*) ", re.M),
 )
+# Guards of _NODE_IN_TEXT, in order (None: the syslog pattern, checked by its shape).
+_NODE_GUARDS = ("node '", "status is now", None)
 _POOL_IN_TEXT = re.compile(r"node pool '(?P<pool>[^']+)'", re.I)
 _INSTANCE = re.compile(r"(?:^|/)zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)$")
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
@@ -102,13 +147,13 @@ _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
 
 def classify(entry: object) -> Signal:
     """Classify one LogEntry; raise InvalidLogEntry if ``entry`` is not one."""
-    if not isinstance(entry, Mapping):
+    if not _is_map(entry):
         raise InvalidLogEntry(f"a LogEntry must be a JSON object, got {_type_name(entry)}")
     resource = entry.get("resource")
     log_name = entry.get("logName")
     if resource is None and log_name is None:
         raise InvalidLogEntry("not a LogEntry: it has neither 'resource' nor 'logName'")
-    if resource is not None and not isinstance(resource, Mapping):
+    if resource is not None and not _is_map(resource):
         raise InvalidLogEntry(f"'resource' must be an object, got {_type_name(resource)}")
     if log_name is not None and not isinstance(log_name, str):
         raise InvalidLogEntry(f"'logName' must be a string, got {_type_name(log_name)}")
@@ -117,10 +162,12 @@ def classify(entry: object) -> Signal:
     rlabels = _str_map(resource.get("labels"), "resource.labels")
     labels = _str_map(entry.get("labels"), "labels")
 
-    present = [p for p in _PAYLOADS if entry.get(p) is not None]
-    if len(present) > 1:
-        raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
     text_payload = entry.get("textPayload")
+    if (text_payload is not None) + (entry.get("jsonPayload") is not None) + (
+        entry.get("protoPayload") is not None
+    ) > 1:
+        present = [p for p in _PAYLOADS if entry.get(p) is not None]
+        raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
     if text_payload is not None and not isinstance(text_payload, str):
         raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
     json_payload = _opt_map(entry.get("jsonPayload"), "jsonPayload")
@@ -164,8 +211,29 @@ def classify(entry: object) -> Signal:
         fields["reason"] = reason
     _fill_from_text(text, fields)
     _fill_coordinator(fields)
+    fields["kind"] = kind
     # Cut before folding white space so a huge payload costs no more than a short one.
-    return Signal(kind=kind, excerpt=_excerpt(text[: MAX_EXCERPT * 4]), **fields)
+    fields["excerpt"] = _excerpt(text[: MAX_EXCERPT * 4])
+    return _new_signal(fields)
+
+
+# Signal is a frozen dataclass of 25 fields: its generated __init__ calls
+# object.__setattr__ once per field, about 4 us, a third of classify's time. The fast
+# path fills the instance's __dict__ directly with every field (defaults first), which
+# is what that __init__ would leave behind; tests compare the two on every fixture.
+_SIGNAL_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(Signal) if f.default is not dataclasses.MISSING
+}
+_SIGNAL_FAST = not hasattr(Signal, "__slots__") and not hasattr(Signal, "__post_init__")
+
+
+def _new_signal(values: dict[str, Any]) -> Signal:
+    if not _SIGNAL_FAST:
+        return Signal(**values)
+    signal: Signal = object.__new__(Signal)
+    signal.__dict__.update(_SIGNAL_DEFAULTS)
+    signal.__dict__.update(values)
+    return signal
 
 
 def _classify_payload(
@@ -204,10 +272,22 @@ def _classify_payload(
         text = _json_text(json_payload)
 
     is_container = resource_type == "k8s_container"
-    for kind, pattern, for_containers in _TEXT_RULES:
+    lowered = text.lower()
+    # lower() may change the length of non-ASCII text; then offsets do not carry over.
+    same_length = len(lowered) == len(text)
+    for kind, pattern, for_containers, guards, from_guard, also in _RULES:
         if is_container and not for_containers:
             continue
-        match = pattern.search(text)
+        if also is not None and also not in lowered:
+            continue
+        start = -1
+        for guard in guards:
+            at = lowered.find(guard)
+            if at != -1 and (start == -1 or at < start):
+                start = at
+        if start == -1:
+            continue
+        match = pattern.search(text, start if from_guard and same_length else 0)
         if match is None:
             continue
         line = _line_around(text, match.start())
@@ -267,13 +347,21 @@ def _json_text(payload: Mapping[str, Any]) -> str:
 
 
 def _fill_from_text(text: str, fields: dict[str, Any]) -> None:
+    lowered = text.lower()
     if not fields.get("node"):
-        for pattern in _NODE_IN_TEXT:
+        for pattern, guard in zip(_NODE_IN_TEXT, _NODE_GUARDS, strict=True):
+            if guard is None:
+                # The syslog pattern anchors at line starts: a one-line text can only
+                # match at 0, and only if it starts like "May".
+                if "\n" not in text and not (text[:1].isupper() and text[1:3].islower()):
+                    continue
+            elif guard not in lowered:
+                continue
             match = pattern.search(text)
             if match:
                 fields["node"] = match["node"]
                 break
-    if not fields.get("node_pool"):
+    if not fields.get("node_pool") and "node pool '" in lowered:
         match = _POOL_IN_TEXT.search(text)
         if match:
             fields["node_pool"] = match["pool"]
@@ -324,10 +412,27 @@ def _timestamp(entry: Mapping[str, Any]) -> datetime | None:
             continue
         if not isinstance(value, str):
             raise InvalidLogEntry(f"'{key}' must be an RFC 3339 string, got {_type_name(value)}")
+        fast = _fast_utc(value)
+        if fast is not None:
+            return fast
         try:
             return parse_rfc3339(value, what=key)
         except InvalidContext as exc:
             raise InvalidLogEntry(str(exc)) from exc
+    return None
+
+
+def _fast_utc(value: str) -> datetime | None:
+    """The form sinks write (``2026-05-20T08:11:54.727716594Z``) without the full parser.
+
+    ``datetime.fromisoformat`` (3.11) reads it ten times faster and drops the nanoseconds
+    as parse_rfc3339 does; anything else returns None and takes the validating path.
+    """
+    if len(value) >= 20 and value[-1] == "Z" and value[10] == "T" and value[4] == "-":
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return None
     return None
 
 
@@ -348,10 +453,21 @@ def _project_from_log_name(log_name: str | None) -> str | None:
     return None
 
 
-def _str_map(value: object, where: str) -> dict[str, str]:
+def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
+    # JSON objects are dicts; the exact type test skips the slower ABC check (hot path).
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _str_map(value: object, where: str) -> Mapping[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is dict:
+        for item in value.values():
+            if type(item) is not str:
+                break
+        else:
+            return value  # all strings, as JSON labels are: no copy needed
+    if not _is_map(value):
         raise InvalidLogEntry(f"'{where}' must be an object, got {_type_name(value)}")
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
@@ -359,7 +475,7 @@ def _str_map(value: object, where: str) -> dict[str, str]:
 def _opt_map(value: object, where: str) -> Mapping[str, Any] | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
+    if not _is_map(value):
         raise InvalidLogEntry(f"'{where}' must be an object, got {_type_name(value)}")
     return value
 
