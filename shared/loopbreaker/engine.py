@@ -920,8 +920,10 @@ def _summary(
         head = f"{ctx.workload} restarted {restarts.increase:g} time(s) inside the window"
     elif restarts.loop:
         head = f"{ctx.workload} is restarting"
-    else:
+    elif ctx.workload:
         head = f"Restart data for {ctx.workload} is unavailable"
+    else:  # an incident keyed on a node pool or host names no workload
+        head = f"In {ctx.cluster}"
     tail = {
         RootCause.SPOT_PREEMPTION: f"{interruptions.preemptions} Spot preemption(s) explain it.",
         RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it.",
