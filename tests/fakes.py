@@ -87,6 +87,18 @@ class FakeStore:
                 )
             return IngestResult(False, absorbed.incident, absorbed.created)
 
+    def remember(self, dedup_ids: Sequence[str], now: datetime) -> bool:
+        with self._lock:
+            self._react("remember")
+            if not dedup_ids:
+                return False
+            self.transactions += 1
+            if any(i in self.dedup for i in dedup_ids):
+                return True
+            for dedup_id in dedup_ids:
+                self.dedup[dedup_id] = now
+            return False
+
     def update(self, incident_id: str, change: Change) -> UpdateResult:
         with self._lock:
             self._react("update")

@@ -164,6 +164,51 @@ def test_unrecognized_entries_are_ignored(store: IncidentStore) -> None:
     assert store.list_incidents() == []
 
 
+def unkeyed(kind: str) -> dict[str, Any]:
+    """An entry that concerns no incident: no failure signature, or naming nothing."""
+    entry = preemption(1, T0)
+    if kind == "unrecognized":
+        entry["jsonPayload"] = {"message": "node pool resized"}
+    else:
+        entry["resource"] = {"type": "k8s_cluster", "labels": {"cluster_name": CLUSTER}}
+        entry["jsonPayload"] = {"message": "PreemptionEvent: Node was preempted."}
+    return entry
+
+
+@pytest.mark.parametrize("kind", ["unrecognized", "names-nothing"])
+def test_an_ignored_entry_delivered_again_is_a_duplicate(
+    store: IncidentStore, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    service = responder(store, FakeClock(T0))
+    entry = unkeyed(kind)
+    ignored = service.handle_entry("m1", entry)
+    assert ignored.status is Status.IGNORED
+    assert ignored.reason == (
+        "no known failure signature"
+        if kind == "unrecognized"
+        else "names no workload, node pool, host or node"
+    )
+    again = service.handle_entry("m1", entry)  # Pub/Sub redelivers the message
+    republished = service.handle_entry("m2", dict(entry))  # same entry, new messageId
+    same_message = service.handle_entry("m1", {**entry, "insertId": "other"})
+    assert [o.status for o in (again, republished, same_message)] == [Status.DUPLICATE] * 3
+    assert (service.stats["ignored"], service.stats["duplicate"]) == (1, 3)
+    assert store.list_incidents() == []
+    events = [json.loads(line).get("event") for line in capsys.readouterr().err.splitlines()]
+    assert events == ["entry_ignored"] + ["entry_duplicate"] * 3
+
+
+def test_a_transient_store_error_on_an_ignored_entry_propagates() -> None:
+    store = FakeStore(fail={"remember": [TransientError("contention")]})
+    service = responder(store, FakeClock(T0))
+    entry = unkeyed("unrecognized")
+    with pytest.raises(TransientError):
+        service.handle_entry("m1", entry)
+    assert service.stats["ignored"] == 0
+    assert service.handle_entry("m1", entry).status is Status.IGNORED
+    assert service.handle_entry("m1", entry).status is Status.DUPLICATE
+
+
 def test_a_transient_store_error_propagates_so_the_delivery_is_retried() -> None:
     store = FakeStore(fail={"ingest": [TransientError("contention")]})
     service = responder(store, FakeClock(T0))

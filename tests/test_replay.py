@@ -44,7 +44,7 @@ def replay_json(*args: str) -> dict[str, Any]:
 def test_the_bundled_storm_gives_one_incident_per_key(path: Path) -> None:
     result = replay_json(str(path))
     assert result["read"] == 353
-    assert result["accepted"] == 320
+    assert result["accepted"] == 324  # of which 4 matched no failure signature
     assert result["duplicates"] == 24
     assert result["ignored"] == 4
     assert len(result["rejected"]) == 5
@@ -73,9 +73,11 @@ def test_rejections_name_the_item_and_the_reason() -> None:
 
 def test_both_files_together_are_one_storm_delivered_twice() -> None:
     result = replay_json(str(JSONL), str(PUSH))
-    assert result["read"] == 706 and result["accepted"] == 320
-    # The second file delivers every entry again (all but 5 rejected and 4 ignored items).
-    assert result["duplicates"] == 24 + (353 - 5 - 4)
+    assert result["read"] == 706 and result["accepted"] == 324 and result["ignored"] == 4
+    # The second file delivers every entry again: all but its 5 rejected items are
+    # duplicates, the entries that concern no incident included.
+    assert result["duplicates"] == 24 + (353 - 5)
+    assert len(result["rejected"]) == 10
     assert len(result["incidents"]) == 2
 
 
@@ -83,14 +85,15 @@ def test_ids_are_deterministic_and_runs_independent() -> None:
     first = replay_json(str(JSONL))
     second = replay_json(str(JSONL))
     assert [i["id"] for i in first["incidents"]] == [i["id"] for i in second["incidents"]]
-    assert second["accepted"] == 320  # a fresh temporary store each run
+    assert second["accepted"] == 324  # a fresh temporary store each run
 
 
 def test_a_kept_store_counts_a_second_replay_as_redelivery(tmp_path: Path) -> None:
     store = tmp_path / "incidents.sqlite"
     replay_json(str(PUSH), "--store", str(store))
     again = replay_json(str(PUSH), "--store", str(store))
-    assert again["accepted"] == 0 and again["duplicates"] == 344
+    assert again["accepted"] == 0 and again["ignored"] == 0
+    assert again["duplicates"] == 353 - 5  # every item but the rejected ones
     assert [i["signal_count"] for i in again["incidents"]] == [256, 64]
     assert all(i["diagnoses"] == 1 for i in again["incidents"])
 
@@ -98,7 +101,10 @@ def test_a_kept_store_counts_a_second_replay_as_redelivery(tmp_path: Path) -> No
 def test_text_summary_on_stdout_and_json_logs_on_stderr() -> None:
     done = cli(str(JSONL))
     assert done.returncode == 0
-    assert done.stdout.startswith("Replayed 353 deliveries: 320 accepted, 24 duplicates")
+    assert done.stdout.startswith(
+        "Replayed 353 deliveries: 324 accepted (4 of them matched no failure signature), "
+        "24 duplicates, 5 rejected."
+    )
     assert POOL_KEY in done.stdout
     lines = [json.loads(line) for line in done.stderr.splitlines()]
     assert {line["severity"] for line in lines} <= {"INFO", "WARNING", "ERROR"}

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from fakes import FakeStore
@@ -25,6 +26,7 @@ POLICY = Policy(grouping_window=timedelta(minutes=30), settle_time=timedelta(sec
 KEY = IncidentKey("proj", "tpu-cluster-prod", Scope.NODE_POOL, "spot-pool")
 
 StoreFactory = Callable[[], IncidentStore]
+T = TypeVar("T")
 
 
 def arrival(
@@ -274,7 +276,52 @@ def test_prune_forgets_old_dedup_keys(store: IncidentStore) -> None:
     assert not again.duplicate
 
 
-def _retrying(call: Callable[[], IngestResult]) -> IngestResult:
+def ignored(insert_id: str, message_id: str | None = None) -> tuple[str, ...]:
+    """The dedup ids of an entry that concerns no incident (as the service computes them)."""
+    entry = {"insertId": insert_id, "logName": "projects/proj/logs/events", "timestamp": "t"}
+    return incidents.dedup_ids(incidents.entry_id(entry), message_id)
+
+
+def test_remember_keeps_ids_once(store: IncidentStore) -> None:
+    assert store.remember(ignored("x", "m1"), T0) is False
+    assert store.remember(ignored("x", "m1"), T0) is True
+    assert store.remember(ignored("x"), T0) is True  # the same entry, no messageId
+    assert store.remember(ignored("y"), T0) is False
+    assert store.list_incidents() == []
+
+
+@pytest.mark.parametrize("same", ["message_id", "entry"])
+def test_remember_sees_a_redelivery_by_either_id_and_changes_nothing(
+    store: IncidentStore, same: str
+) -> None:
+    assert not store.remember(ignored("x", "m1"), T0)
+    again = ignored("x-other-entry", "m1") if same == "message_id" else ignored("x", "m2")
+    assert store.remember(again, T0)
+    # Nothing was kept from the duplicate: its other id is still unknown.
+    fresh = ignored("x-other-entry") if same == "message_id" else ignored("z", "m2")
+    assert not store.remember(fresh, T0)
+
+
+def test_remember_and_ingest_share_their_keys(store: IncidentStore) -> None:
+    first = store.ingest(arrival("a", message_id="m1"))
+    assert first.incident
+    before = store.get(first.incident.id)
+    assert store.remember(arrival("a").dedup_ids, T0)  # the same entry
+    assert store.remember(ignored("other", "m1"), T0)  # the same messageId
+    assert store.get(first.incident.id) == before
+    assert not store.remember(ignored("b", "m2"), T0)
+    assert store.ingest(arrival("c", message_id="m2")) == IngestResult(duplicate=True)
+    assert len(store.list_incidents()) == 1
+
+
+def test_prune_forgets_remembered_keys_too(store: IncidentStore) -> None:
+    assert not store.remember(ignored("x", "m1"), T0)
+    assert store.prune(T0) == 0
+    assert store.prune(T0 + timedelta(days=9)) == 2
+    assert not store.remember(ignored("x", "m1"), T0 + timedelta(days=9))
+
+
+def _retrying(call: Callable[[], T]) -> T:
     """What Pub/Sub does with a TransientError: deliver again."""
     for _ in range(50):
         try:
@@ -321,3 +368,19 @@ def test_concurrent_redeliveries_count_once(store_factory: StoreFactory) -> None
     assert sum(not r.duplicate for r in results) == 1
     listed = handles[0].list_incidents()
     assert len(listed) == 1 and listed[0].signal_count == 1
+
+
+def test_concurrent_redeliveries_of_an_ignored_entry_count_once(
+    store_factory: StoreFactory,
+) -> None:
+    handles = [store_factory() for _ in range(4)]
+    ids = ignored("dup", "m-dup")
+    start = threading.Barrier(8)
+
+    def deliver(n: int) -> bool:
+        start.wait()
+        return _retrying(lambda: handles[n % len(handles)].remember(ids, T0))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(deliver, range(8)))
+    assert results.count(False) == 1

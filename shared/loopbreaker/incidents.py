@@ -212,6 +212,11 @@ def message_dedup_id(message_id: str) -> str:
     return "m-" + _digest(message_id)
 
 
+def dedup_ids(entry_id: str, message_id: str | None) -> tuple[str, ...]:
+    """The keys one delivery is remembered by: its entry id, and its messageId if any."""
+    return (entry_id, message_dedup_id(message_id)) if message_id else (entry_id,)
+
+
 def new_incident_id(key: IncidentKey, seed: str) -> str:
     """Deterministic, so a replay of the same entries yields the same incident ids."""
     return "inc-" + _digest(f"{key}\n{seed}")[:16]
@@ -484,10 +489,7 @@ class Arrival:
 
     @property
     def dedup_ids(self) -> tuple[str, ...]:
-        ids = [self.entry_id]
-        if self.message_id:
-            ids.append(message_dedup_id(self.message_id))
-        return tuple(ids)
+        return dedup_ids(self.entry_id, self.message_id)
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,9 @@ def _feed(responder: Responder, decoded: list[_Decoded], clock: ReplayClock) -> 
         elif outcome.status is Status.DUPLICATE:
             summary.duplicates += 1
         elif outcome.status is Status.IGNORED:
+            # A valid LogEntry that concerns no incident is still accepted (and acked);
+            # ``ignored`` says how many of the accepted ones were of that sort.
+            summary.accepted += 1
             summary.ignored += 1
         else:
             summary.rejected.append(
@@ -267,9 +270,9 @@ def _settle_all(responder: Responder) -> SettleReport:
 
 def to_text(summary: Summary) -> str:
     lines = [
-        f"Replayed {summary.read} deliveries: {summary.accepted} accepted, "
-        f"{summary.duplicates} duplicates, {len(summary.rejected)} rejected, "
-        f"{summary.ignored} ignored."
+        f"Replayed {summary.read} deliveries: {summary.accepted} accepted "
+        f"({summary.ignored} of them matched no failure signature), "
+        f"{summary.duplicates} duplicates, {len(summary.rejected)} rejected."
     ]
     if summary.rejected:
         lines.append("Rejected:")

@@ -1,7 +1,8 @@
 """The responder service: log-sink entries in, incidents out; settling diagnoses them.
 
 ``handle_entry`` classifies one LogEntry, keys it and hands it to the store, which
-groups it into an incident in one transaction (duplicates change nothing). ``settle``
+groups it into an incident in one transaction (duplicates change nothing); an entry that
+concerns no incident is only remembered, so that its redelivery is a duplicate too. ``settle``
 (called every minute) expires stale approval requests and diagnoses incidents whose
 settle time has passed: claim, collect evidence within the query budget, run the pure
 engine, store the diagnosis, notify once per change. Every port comes in through the
@@ -149,6 +150,10 @@ class Responder:
         key = incidents.key_for(signal, self.settings.project)
         labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
         if key is None:
+            # Remembered all the same, so a redelivery counts as a duplicate, not again.
+            ids = incidents.dedup_ids(incidents.entry_id(entry), message_id)
+            if self.store.remember(ids, now):
+                return self._duplicate(message_id, signal, labels)
             self._count(Status.IGNORED)
             reason = (
                 "no known failure signature"
@@ -177,16 +182,7 @@ class Responder:
         )
         result = self.store.ingest(arrival)
         if result.duplicate or result.incident is None:
-            self._count(Status.DUPLICATE)
-            event(
-                self._log,
-                logging.INFO,
-                "duplicate delivery ignored",
-                labels=labels,
-                event="entry_duplicate",
-                insert_id=signal.insert_id,
-            )
-            return Outcome(Status.DUPLICATE, message_id, kind=signal.kind.value)
+            return self._duplicate(message_id, signal, labels)
         self._count(Status.ACCEPTED)
         incident = result.incident
         event(
@@ -207,6 +203,20 @@ class Responder:
             created=result.created,
             kind=signal.kind.value,
         )
+
+    def _duplicate(
+        self, message_id: str | None, signal: Signal, labels: Mapping[str, object]
+    ) -> Outcome:
+        self._count(Status.DUPLICATE)
+        event(
+            self._log,
+            logging.INFO,
+            "duplicate delivery ignored",
+            labels=labels,
+            event="entry_duplicate",
+            insert_id=signal.insert_id,
+        )
+        return Outcome(Status.DUPLICATE, message_id, kind=signal.kind.value)
 
     def reject(self, message_id: str | None, reason: str, **fields: Any) -> Outcome:
         """Bad input: one ERROR line naming the message and the reason; acknowledged."""

@@ -4,8 +4,10 @@ Implementations: :mod:`.sqlite` (embedded, local default), :mod:`.firestore` (cl
 ``tests/fakes.py`` (in memory). The grouping decision itself is pure
 (:func:`loopbreaker.incidents.choose` / :func:`~loopbreaker.incidents.absorb`); a store only
 runs it inside one transaction per arrival, so concurrent deliveries cannot lose an
-update or open two incidents for one key and window. Transient failures (contention,
-unavailability) raise :class:`~loopbreaker.errors.TransientError`.
+update or open two incidents for one key and window. An entry that concerns no incident
+is only remembered (:meth:`IncidentStore.remember`), also in one transaction, so its
+redelivery is a duplicate too. Transient failures (contention, unavailability) raise
+:class:`~loopbreaker.errors.TransientError`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ class IncidentStore(Protocol):
         """In ONE transaction: dedup check, choose or open the incident, write it, keep keys.
 
         A dedup id (entry or messageId) seen before makes it a duplicate: nothing changes.
+        """
+        ...
+
+    def remember(self, dedup_ids: Sequence[str], now: datetime) -> bool:
+        """In ONE transaction: dedup check, then keep the keys, pointing at no incident.
+
+        For deliveries that concern no incident (ignored entries). Returns True when any id
+        (entry or messageId) was seen before: a duplicate, and nothing changes. The keys
+        live, and are pruned, beside those :meth:`ingest` keeps.
         """
         ...
 

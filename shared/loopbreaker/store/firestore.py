@@ -5,7 +5,8 @@ Collections, each prefixed (``LOOPBREAKER_COLLECTION_PREFIX``):
   ``<p>_incidents/{id}/signals``  the kept signals, one document each;
   ``<p>_keys/{sha(key)}``         the key index: the candidate incidents of one key;
   ``<p>_dedup/{id}``              one document per entry id and per messageId, with
-                                  ``expire_at`` for a Firestore TTL policy;
+                                  ``expire_at`` for a Firestore TTL policy (``incident_id``
+                                  null for an entry that concerns no incident);
   ``<p>_hosts/{id}``              per-host failure history.
 
 Every read-modify-write is one atomic commit conditioned on what it read (optimistic
@@ -174,6 +175,26 @@ class FirestoreStore:
             return IngestResult(False, incident, absorbed.created)
 
         return self._optimistic(attempt)
+
+    def remember(self, dedup_ids: Sequence[str], now: datetime) -> bool:
+        from google.api_core import exceptions as gexc
+
+        if not dedup_ids:
+            return False
+        # One commit of create()s, no read: if any key exists the commit fails as a whole,
+        # so a duplicate changes nothing, and nothing needs deciding again.
+        batch = self._client.batch()
+        for dedup_id in dedup_ids:
+            batch.create(
+                self._dedup.document(dedup_id),
+                {"incident_id": None, "at": now, "expire_at": now + self._retention},
+            )
+        self.transactions += 1
+        try:
+            self._call(batch.commit)
+        except (gexc.AlreadyExists, gexc.FailedPrecondition):
+            return True
+        return False
 
     def update(self, incident_id: str, change: Change) -> UpdateResult:
         ref = self._incidents.document(incident_id)

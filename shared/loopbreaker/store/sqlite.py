@@ -1,8 +1,9 @@
 """SQLite incident store: the embedded default for the CLI and local runs.
 
 WAL journal, ``BEGIN IMMEDIATE`` transactions (the write lock is taken up front, so two
-processes cannot both decide to open an incident for one key), dedup keys as primary keys.
-A busy or locked database raises TransientError.
+processes cannot both decide to open an incident for one key), dedup keys as primary keys
+(``incident_id`` NULL for entries that concern no incident). A busy or locked database
+raises TransientError.
 """
 
 from __future__ import annotations
@@ -179,6 +180,26 @@ class SqliteStore:
             # Only reachable if another writer slipped in a dedup key: same outcome.
             return IngestResult(duplicate=True)
         return IngestResult(False, absorbed.incident, absorbed.created)
+
+    def remember(self, dedup_ids: Sequence[str], now: datetime) -> bool:
+        ids = list(dedup_ids)
+        if not ids:
+            return False
+        try:
+            with self._transaction() as db:
+                marks = ",".join("?" * len(ids))
+                seen = db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone()
+                if seen:
+                    return True
+                at = _us(now)
+                db.executemany(
+                    "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
+                    [(i, at) for i in ids],
+                )
+        except sqlite3.IntegrityError:
+            # Only reachable if another writer slipped in a dedup key: same outcome.
+            return True
+        return False
 
     def update(self, incident_id: str, change: Change) -> UpdateResult:
         with self._transaction() as db:
