@@ -295,3 +295,13 @@ class FakeHostLookup:
         return HostLookupResult(
             {n.name: self.known[n.name] for n in nodes if n.name in self.known}, self.failure
         )
+
+
+class RecordingSleep:
+    """A sleep for retry policies that records the delays instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
+from fakes import RecordingSleep
 from fakeservers import ComputeServer, Fault
 from fakeservers.monitoring_grpc import MonitoringServer
 from google.api import monitored_resource_pb2  # noqa: F401 - registers the resource type
@@ -27,14 +28,6 @@ T0 = datetime(2026, 5, 20, 8, 15, tzinfo=UTC)
 
 def n(name: str, zone: str | None = "z1", project: str | None = "proj") -> NodeInfo:
     return NodeInfo(name=name, zone=zone, project=project, instance=name)
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import RecordingSleep
 from fakeservers import Fault, GkeServer, KubernetesServer, self_signed_tls, write_kubeconfig
 
 from loopbreaker.errors import ConfigError, SourceUnavailable
@@ -54,14 +55,6 @@ PODS = [
     pod("w-slice-0-1-bbbbb", "train", "n2", "Pending"),
     pod("other-0-0-ccccc", "kube-system", "n3"),
 ]
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fakes import RecordingSleep
 from fakeservers import Fault, LoggingServer
 
 from loopbreaker.errors import SourceUnavailable
@@ -100,14 +101,6 @@ ENTRIES: list[dict[str, Any]] = [
     # Outside the window: never returned.
     _container("old", NCCL, "2026-05-20T06:00:00Z", "0", "0"),
 ]
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture

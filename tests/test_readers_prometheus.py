@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fakes import RecordingSleep
 from fakeservers import Fault, ManagedPrometheusProxy
 from harness.fixtures import PrometheusFactory
 
@@ -26,14 +27,6 @@ START, END = T0 - timedelta(minutes=30), T0 + timedelta(minutes=30)
 SELECTOR = 'kube_jobset_restarts{cluster="c", jobset_name="w"}'
 RAW = f"{SELECTOR}[5401s]"  # [start - 30m, end] = 90 minutes, plus one second
 TOKEN = "test-token"
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 @pytest.fixture
