@@ -39,14 +39,14 @@ def test_defaults_differ_only_where_the_runtime_matters() -> None:
         assert (s.max_signals, s.query_budget, s.dry_run) == (500, 10, True)
 
 
-def test_every_variable_is_parsed() -> None:
+def test_every_variable_is_parsed(tmp_path: Path) -> None:
     env = {
         "LOOPBREAKER_STORE": "sqlite:/tmp/x.sqlite",
         "LOOPBREAKER_PROJECT": "proj",
         "LOOPBREAKER_FIRESTORE_DATABASE": "incidents",
         "LOOPBREAKER_COLLECTION_PREFIX": "lb-test",
         "LOOPBREAKER_GROUPING_WINDOW": "15m",
-        "LOOPBREAKER_SETTLE_TIME": "90",
+        "LOOPBREAKER_SETTLE_TIME": "90s",
         "LOOPBREAKER_STALE_AFTER": "1.5h",
         "LOOPBREAKER_MAX_SIGNALS": "50",
         "LOOPBREAKER_QUERY_BUDGET": "0",
@@ -54,7 +54,7 @@ def test_every_variable_is_parsed() -> None:
         "LOOPBREAKER_DEDUP_RETENTION": "9d",
         "LOOPBREAKER_DRY_RUN": "off",
         "LOOPBREAKER_LIVE_SOURCES": "yes",
-        "LOOPBREAKER_TELEMETRY_DIR": "/data/telemetry",
+        "LOOPBREAKER_TELEMETRY_DIR": str(tmp_path),
         "LOOPBREAKER_NOTIFIER": "file:/tmp/notes",
         "LOOPBREAKER_LOG_LEVEL": "debug",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
@@ -68,7 +68,7 @@ def test_every_variable_is_parsed() -> None:
     assert (s.max_signals, s.query_budget, s.settle_batch) == (50, 0, 5)
     assert s.dedup_retention == timedelta(days=9)
     assert (s.dry_run, s.live_sources) == (False, True)
-    assert s.telemetry_dir == Path("/data/telemetry")
+    assert s.telemetry_dir == tmp_path
     assert s.notifier.kind == "file" and s.notifier.path == Path("/tmp/notes")
     assert s.log_level == "DEBUG"
     assert s.unknown == ("LOOPBREAKER_SETTLE_TIMES",)
@@ -85,7 +85,9 @@ def test_the_project_falls_back_on_google_cloud_project() -> None:
         ("STORE", "postgres://x"),
         ("STORE", "sqlite:"),
         ("GROUPING_WINDOW", "soon"),
-        ("GROUPING_WINDOW", "0"),
+        ("GROUPING_WINDOW", "0m"),
+        ("GROUPING_WINDOW", "30"),  # seconds or minutes? a unit is required
+        ("TELEMETRY_DIR", "/nonexistent/telemetry"),
         ("SETTLE_TIME", "-5s"),
         ("STALE_AFTER", "1 fortnight"),
         ("MAX_SIGNALS", "lots"),

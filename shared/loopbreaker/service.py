@@ -133,7 +133,21 @@ class Responder:
 
     def handle_delivery(self, delivery: Delivery) -> Outcome:
         fallback = delivery.sink_timestamp or delivery.publish_time
-        return self.handle_entry(delivery.message_id, delivery.entry, fallback_time=fallback)
+        try:
+            return self.handle_entry(delivery.message_id, delivery.entry, fallback_time=fallback)
+        except TransientError as exc:
+            # Raised on so Pub/Sub redelivers; this line says which message and why, in
+            # the same structured form as every other outcome.
+            event(
+                self._log,
+                logging.ERROR,
+                f"will retry message {delivery.message_id or '(no messageId)'}: {exc}",
+                labels={"message_id": delivery.message_id},
+                event="entry_retry",
+                message_id=delivery.message_id,
+                reason=str(exc),
+            )
+            raise
 
     def handle_entry(
         self, message_id: str | None, entry: object, *, fallback_time: str | None = None

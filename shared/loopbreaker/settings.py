@@ -41,8 +41,8 @@ DEFAULT_NOTIFIER = "log"
 DEFAULT_LOG_LEVEL = "INFO"
 
 _LIMITS = {"MAX_SIGNALS": (1, 10_000), "QUERY_BUDGET": (0, 1_000), "SETTLE_BATCH": (1, 1_000)}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -219,6 +219,9 @@ def load_settings(
     if log_level not in _LOG_LEVELS:
         raise ConfigError(f"{PREFIX}LOG_LEVEL={log_level!r}: expected one of {_LOG_LEVELS}")
     telemetry = get("TELEMETRY_DIR")
+    if telemetry and not Path(telemetry).expanduser().is_dir():
+        # Caught here, not at the first diagnosis, which would fail every minute.
+        raise ConfigError(f"{PREFIX}TELEMETRY_DIR={telemetry!r}: not a directory")
     grouping = _duration("GROUPING_WINDOW", get("GROUPING_WINDOW"), DEFAULT_GROUPING_WINDOW)
     settle = _duration("SETTLE_TIME", get("SETTLE_TIME"), DEFAULT_SETTLE_TIME)
     stale = _duration("STALE_AFTER", get("STALE_AFTER"), DEFAULT_STALE_AFTER)
@@ -251,10 +254,10 @@ def load_settings(
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90``, ``90s``, ``1.5m``, ``6h``, ``7d`` (a bare number is seconds)."""
+    """``90s``, ``1.5m``, ``6h``, ``7d``. A unit is required: is ``30`` seconds or minutes?"""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(f"{text!r} is not a duration such as 60s, 30m, 6h or 7d")
+        raise ValueError(f"{text!r} is not a duration with a unit, such as 60s, 30m, 6h or 7d")
     return timedelta(seconds=float(match[1]) * _UNITS[match[2]])
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from loopbreaker import incidents
-from loopbreaker.errors import TransientError
+from loopbreaker.errors import ConfigError, TransientError
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.store.base import Change, IngestResult, UpdateResult
@@ -98,7 +98,10 @@ class SqliteStore:
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the SQLite store {self.path}: {exc}") from exc
         #: Transactions begun, for the benchmark and tests.
         self.transactions = 0
         self._lock = threading.RLock()
@@ -115,6 +118,8 @@ class SqliteStore:
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.OperationalError as exc:
             _reraise(exc)
+        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+            raise ConfigError(f"SQLite store {self.path}: {exc}") from exc
 
     # --- transactions ---------------------------------------------------------------
 
