@@ -68,12 +68,22 @@ def mins(m: float) -> datetime:
         ),
         pytest.param(
             sig(SignalKind.PREEMPTION, node_pool="spot", node="gke-c1-spot-1a2b3c4d-0001"),
+            "proj/-/instance_group/gke-c1-spot-1a2b3c4d",
+            id="pool-event-naming-a-gke-node-by-instance-group",
+        ),
+        pytest.param(
+            sig(SignalKind.PREEMPTION, node_pool="spot"),
             "proj/c1/node_pool/spot",
-            id="interruption-by-pool",
+            id="pool-event-naming-no-node-by-pool",
+        ),
+        pytest.param(
+            sig(SignalKind.PREEMPTION, node_pool="spot", node="worker-3"),
+            "proj/c1/node_pool/spot",
+            id="pool-event-naming-a-non-gke-node-by-pool",
         ),
         pytest.param(
             sig(SignalKind.HOST_ERROR, physical_host="/blk/sub/host-7", node_pool="p"),
-            "proj/c1/host//blk/sub/host-7",
+            "proj/-/host//blk/sub/host-7",
             id="host-fault-by-physical-host",
         ),
         pytest.param(
@@ -82,9 +92,19 @@ def mins(m: float) -> datetime:
             id="audit-entry-by-instance-group",
         ),
         pytest.param(
+            sig(SignalKind.NODE_NOT_READY, node="gke-c1-spot-1a2b3c4d-x7k2"),
+            "proj/-/instance_group/gke-c1-spot-1a2b3c4d",
+            id="k8s-node-event-by-instance-group",
+        ),
+        pytest.param(
             sig(SignalKind.HOST_ERROR, cluster=None, node="my-vm"),
             "proj/-/node/my-vm",
             id="non-gke-vm-by-node",
+        ),
+        pytest.param(
+            sig(SignalKind.NODE_NOT_READY, node="my-vm"),
+            "proj/-/node/my-vm",
+            id="node-keyed-without-its-cluster",
         ),
         pytest.param(
             sig(SignalKind.JOB_RESTARTING, workload="train"),

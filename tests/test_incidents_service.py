@@ -217,6 +217,20 @@ def test_a_transient_store_error_propagates_so_the_delivery_is_retried() -> None
     assert service.handle_entry("m1", preemption(1, T0)).status is Status.ACCEPTED
 
 
+def test_a_retried_delivery_logs_one_structured_line_naming_the_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = FakeStore(fail={"ingest": [TransientError("Firestore unavailable")]})
+    service = responder(store, FakeClock(T0))
+    delivery = Delivery(message_id="m-77", entry=preemption(1, T0))
+    with pytest.raises(TransientError):
+        service.handle_delivery(delivery)
+    [line] = error_lines(capsys.readouterr().err)
+    assert line["event"] == "entry_retry"
+    assert line["message_id"] == "m-77"
+    assert "Firestore unavailable" in line["reason"]
+
+
 def test_new_signals_re_trigger_the_diagnosis_and_update_the_message(
     store: IncidentStore,
 ) -> None:

@@ -17,7 +17,9 @@ CLI = Path(sys.executable).with_name("loopbreaker")
 EVENTS = ROOT / "examples" / "events"
 JSONL = EVENTS / "storm.jsonl"
 PUSH = EVENTS / "storm.pubsub.json"
-POOL_KEY = "example-project/tpu-cluster-prod/node_pool/spot-v5e-pool"
+# Node-pool events name their node, so they are keyed by its (zonal) instance group, where
+# the Compute Engine audit entries of the same nodes, which name no cluster, land too.
+POOL_KEY = "example-project/-/instance_group/gke-tpu-cluster-prod-spot-v5e-pool-1a2b3c4d"
 JOBSET_KEY = "example-project/tpu-cluster-prod/workload/default/llama3-70b-training"
 
 
@@ -148,3 +150,84 @@ def test_reader_accepts_arrays_single_objects_and_json_lines(tmp_path: Path) -> 
     ]
     assert items[4].error is not None and items[4].error.startswith("not JSON")
     assert items[5].document == {"d": 4}
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--telemetry", "/nonexistent/telemetry"], "telemetry directory"),
+        (["--store", "/proc/nope/incidents.sqlite"], "cannot create the SQLite store"),
+        (["--store", "NOT_A_DATABASE"], "file is not a database"),
+    ],
+)
+def test_bad_replay_options_are_bad_input(args: list[str], words: str, tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("these are notes, not a SQLite file\n" * 100)
+    args = [str(not_a_database) if a == "NOT_A_DATABASE" else a for a in args]
+    done = cli(str(JSONL), *args)
+    assert done.returncode == 2
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_broken_json_array_is_one_file_level_error(tmp_path: Path) -> None:
+    broken = tmp_path / "cut.json"
+    broken.write_text(json.dumps([{"a": 1}, {"b": 2}], indent=2)[:-10])
+    done = cli(str(broken))
+    assert done.returncode == 2
+    assert "cut.json: not valid JSON or JSON Lines" in done.stderr
+
+
+def test_one_pools_storm_from_both_sinks_is_one_incident_with_its_cluster(
+    tmp_path: Path,
+) -> None:
+    # GKE node-pool events name the cluster; Compute Engine audit entries only the VM.
+    project, cluster, pool = "proj", "clus-x", "spot-pool"
+    group = f"gke-{cluster}-{pool}-aabbccdd"
+    lines = []
+    for i in range(20):
+        node, stamp = f"{group}-{i:04x}", f"2026-05-20T08:00:{i:02d}Z"
+        lines.append(
+            {
+                "insertId": f"pool-{i}",
+                "logName": f"projects/{project}/logs/container.googleapis.com%2Fnode-pool-events",
+                "resource": {
+                    "type": "gke_nodepool",
+                    "labels": {
+                        "project_id": project,
+                        "location": "us-east1",
+                        "cluster_name": cluster,
+                        "node_pool_name": pool,
+                    },
+                },
+                "timestamp": stamp,
+                "textPayload": f"PreemptionEvent: Node '{node}' in node pool '{pool}' preempted.",
+            }
+        )
+        lines.append(
+            {
+                "insertId": f"audit-{i}",
+                "logName": f"projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event",
+                "resource": {
+                    "type": "gce_instance",
+                    "labels": {"project_id": project, "zone": "us-east1-d", "instance_id": str(i)},
+                },
+                "timestamp": stamp,
+                "protoPayload": {
+                    "methodName": "compute.instances.preempted",
+                    "resourceName": f"projects/{project}/zones/us-east1-d/instances/{node}",
+                },
+            }
+        )
+    lines.sort(key=lambda e: e["insertId"].startswith("pool"))  # audit entries first
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = replay_json(str(path))
+    assert result["accepted"] == 40
+    [incident] = result["incidents"]
+    assert incident["key"] == f"{project}/-/instance_group/{group}"
+    assert incident["cluster_name"] == cluster
+    assert incident["signal_count"] == 40 and incident["counts"] == {"preemption": 40}
+    assert incident["root_cause"] == "spot_preemption"
+    assert incident["diagnoses"] == 1 and incident["notifications"] == 1
+    assert cluster in incident["summary"]

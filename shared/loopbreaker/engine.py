@@ -923,7 +923,7 @@ def _summary(
     elif ctx.workload:
         head = f"Restart data for {ctx.workload} is unavailable"
     else:  # an incident keyed on a node pool or host names no workload
-        head = f"In {ctx.cluster}"
+        head = f"In {ctx.cluster or 'a cluster not yet named by any entry'}"
     tail = {
         RootCause.SPOT_PREEMPTION: f"{interruptions.preemptions} Spot preemption(s) explain it.",
         RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it.",

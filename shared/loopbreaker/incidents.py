@@ -13,6 +13,19 @@ State machine (``*`` = final)::
 
 ``diagnosed -> diagnosed`` and the other self-loops record a re-diagnosis. Every transition
 is appended to the audit trail with its time, actor and a note.
+
+Keys and clusters: one failure reaches us through two sinks. GKE entries (``gke_nodepool``,
+``k8s_node``) name the cluster; Compute Engine audit entries (``gce_instance``:
+``compute.instances.preempted``, ``hostError`` ...) name only the VM. Scopes whose names
+are unique within a project by themselves -- an instance group (GKE names its MIGs
+``gke-<cluster>-<pool>-<hash>``), a node (the VM's name, which embeds the same), a physical
+host -- are therefore keyed without a cluster, so entries of both sinks meet; node-pool
+and workload names are only unique within a cluster and keep it. A node-pool signal that
+names a GKE node is keyed by that node's instance group, where the audit entries of the
+same nodes land. A managed instance group is zonal: a regional pool's storm gives one
+incident per zone. A pool-level entry that names no node stays keyed by the node pool.
+An incident keyed without a cluster learns it (and the cluster's location) from the
+first signal that names one; ``Incident.cluster`` is the key's cluster or that one.
 """
 
 from __future__ import annotations
@@ -111,6 +124,10 @@ class Scope(StrEnum):
     NODE = "node"
 
 
+#: Scopes whose names are unique only within a cluster; the others are keyed without one.
+CLUSTER_SCOPES = frozenset({Scope.WORKLOAD, Scope.NODE_POOL})
+
+
 @dataclass(frozen=True)
 class Policy:
     """The grouping and debounce limits (from Settings)."""
@@ -155,24 +172,27 @@ def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey |
     project = signal.project or default_project
 
     def key(scope: Scope, name: str) -> IncidentKey:
-        return IncidentKey(project, signal.cluster, scope, name)
+        # Audit entries name no cluster: scopes unique without one meet across sinks.
+        cluster = signal.cluster if scope in CLUSTER_SCOPES else None
+        return IncidentKey(project, cluster, scope, name)
 
     workload = _workload_name(signal)
     if signal.kind in _WORKLOAD_KINDS and workload:
         return key(Scope.WORKLOAD, workload)
     if signal.physical_host and signal.kind in HOST_FAULT_KINDS:
         return key(Scope.HOST, signal.physical_host)
+    node = signal.node or signal.instance
+    # A Compute audit entry names only the VM; its managed instance group stands for the
+    # node pool (per zone). A node-pool entry naming a GKE node is keyed the same way, so
+    # both sinks' entries of one storm land in one incident.
+    group = instance_group(node) if node else None
     if signal.node_pool:
-        return key(Scope.NODE_POOL, signal.node_pool)
+        return key(Scope.INSTANCE_GROUP, group) if group else key(Scope.NODE_POOL, signal.node_pool)
     if workload:
         return key(Scope.WORKLOAD, workload)
-    node = signal.node or signal.instance
-    if node:
-        group = instance_group(node)
-        # A Compute audit entry names only the VM; its managed instance group stands for
-        # the node pool (per zone), so a preemption storm still lands in one incident.
-        return key(Scope.INSTANCE_GROUP, group) if group else key(Scope.NODE, node)
-    return None
+    if group:
+        return key(Scope.INSTANCE_GROUP, group)
+    return key(Scope.NODE, node) if node else None
 
 
 def instance_group(instance: str) -> str | None:
@@ -344,6 +364,8 @@ class Incident:
     hosts: tuple[str, ...] = ()
     node_pools: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
+    #: Clusters its signals named, the first first: it stands in for a key without one.
+    clusters: tuple[str, ...] = ()
     location: str | None = None
     revision: int = 0
     signal_revision: int = 0
@@ -360,13 +382,14 @@ class Incident:
 
     @property
     def cluster(self) -> str | None:
-        return self.key.cluster
+        """The key's cluster, else the one learned from the first signal that named one."""
+        return self.key.cluster or (self.clusters[0] if self.clusters else None)
 
     def labels(self) -> dict[str, str | None]:
         """Correlation labels for structured logs."""
         return {
             "incident_id": self.id,
-            "cluster": self.key.cluster,
+            "cluster": self.cluster,
             "project": self.key.project,
             self.key.scope.value: self.key.name,
         }
@@ -393,6 +416,7 @@ class Incident:
             "hosts": list(self.hosts),
             "node_pools": list(self.node_pools),
             "workloads": list(self.workloads),
+            "clusters": list(self.clusters),
             "location": self.location,
             "revision": self.revision,
             "signal_revision": self.signal_revision,
@@ -432,6 +456,7 @@ class Incident:
             hosts=tuple(data.get("hosts", ())),
             node_pools=tuple(data.get("node_pools", ())),
             workloads=tuple(data.get("workloads", ())),
+            clusters=tuple(data.get("clusters", ())),
             location=data.get("location"),
             revision=int(data.get("revision", 0)),
             signal_revision=int(data.get("signal_revision", 0)),
@@ -558,6 +583,12 @@ def absorb(incident: Incident | None, arrival: Arrival) -> Absorbed:
     counts = Counter(base.counts)
     counts[signal.kind.value] += 1
     host = signal.physical_host if signal.kind in HOST_FAULT_KINDS else None
+    # The location of the first signal naming the cluster is the cluster's (an audit
+    # entry's is its VM's zone); until one arrives, the first location seen.
+    if base.cluster is None and signal.cluster:
+        location = signal.location or base.location
+    else:
+        location = base.location or signal.location
     updated = replace(
         base,
         updated_at=max(base.updated_at, now),
@@ -573,7 +604,8 @@ def absorb(incident: Incident | None, arrival: Arrival) -> Absorbed:
         hosts=_add_name(base.hosts, host),
         node_pools=_add_name(base.node_pools, signal.node_pool),
         workloads=_add_name(base.workloads, _workload_name(signal)),
-        location=base.location or signal.location,
+        clusters=_add_first(base.clusters, signal.cluster),
+        location=location,
         revision=base.revision + 1,
         signal_revision=base.signal_revision + 1,
     )
@@ -589,6 +621,13 @@ def _add_name(names: tuple[str, ...], name: str | None) -> tuple[str, ...]:
     if not name or name in names or len(names) >= MAX_NAMES:
         return names
     return tuple(sorted((*names, name)))
+
+
+def _add_first(names: tuple[str, ...], name: str | None) -> tuple[str, ...]:
+    """Like _add_name, but in arrival order: the first name stays first."""
+    if not name or name in names or len(names) >= MAX_NAMES:
+        return names
+    return (*names, name)
 
 
 def reindex(entries: Iterable[IndexEntry], incident: Incident) -> list[IndexEntry]:
@@ -722,7 +761,7 @@ def context_for(incident: Incident, window: timedelta = DEFAULT_WINDOW) -> Conte
     elif incident.workloads:
         namespace, _, workload = incident.workloads[0].rpartition("/")
     return Context(
-        cluster=incident.key.cluster or "",
+        cluster=incident.cluster or "",
         workload=workload,
         issue_time=incident.first_event + half_span,
         project=incident.key.project,

@@ -66,7 +66,7 @@ def render(incident: Incident) -> Notification:
     """The message for an incident in its current state (pure)."""
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}"
-    cluster = key.cluster or "unknown cluster"
+    cluster = incident.cluster or "unknown cluster"
     counts = ", ".join(f"{n} {kind}" for kind, n in sorted(incident.counts.items()))
     diagnosis = incident.diagnosis
     cause = diagnosis.root_cause if diagnosis else "not diagnosed yet"

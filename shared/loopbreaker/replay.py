@@ -85,7 +85,7 @@ def incident_summary(incident: Incident) -> dict[str, Any]:
         "id": incident.id,
         "key": str(incident.key),
         "project": incident.key.project,
-        "cluster_name": incident.key.cluster,
+        "cluster_name": incident.cluster,
         "scope": incident.key.scope.value,
         "name": incident.key.name,
         "state": incident.state.value,
@@ -123,8 +123,13 @@ def _parse_file(path: Path, text: str) -> Iterator[tuple[str, object, str | None
         return
     try:
         whole = json.loads(text)
-    except ValueError:
+    except ValueError as exc:
         whole = None
+        first = next(line for line in text.splitlines() if line.strip())
+        if text.lstrip().startswith("[") or not _is_json(first):
+            # Not JSON Lines either: a broken JSON document, reported where it breaks
+            # rather than as one rejection per line.
+            raise InvalidInput(f"{path}: not valid JSON or JSON Lines: {exc}") from exc
     else:
         if isinstance(whole, list):
             for number, item in enumerate(whole):
@@ -141,6 +146,14 @@ def _parse_file(path: Path, text: str) -> Iterator[tuple[str, object, str | None
             yield f"{path}:{number}", json.loads(line), None
         except ValueError as exc:
             yield f"{path}:{number}", None, f"not JSON: {exc}"
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _event_time(delivery: Delivery) -> datetime | None:
@@ -167,6 +180,8 @@ def run(
     notifier: Notifier | None = None,
 ) -> Summary:
     """Replay ``paths``; without ``store_path`` the SQLite store is a temporary file."""
+    if telemetry is not None and not telemetry.is_dir():
+        raise InvalidInput(f"telemetry directory {telemetry} does not exist")
     items = list(read_items(paths))
     decoded: list[_Decoded] = []
     for item in items:
