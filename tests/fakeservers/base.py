@@ -7,6 +7,7 @@ Subclasses implement ``route(request) -> Response`` for one REST API and
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import ssl
@@ -82,7 +83,7 @@ class _Injected:
     skip: int = 0
 
 
-class FakeServer:
+class FakeServer(abc.ABC):
     """Base class: start with ``with Server() as s:``; ``s.url`` is the base URL."""
 
     #: How long a TIMEOUT fault stalls; tests use client timeouts well below it.
@@ -98,8 +99,9 @@ class FakeServer:
 
     # --- to override -----------------------------------------------------------------
 
+    @abc.abstractmethod
     def route(self, request: Request) -> Response:
-        raise NotImplementedError
+        """The REST API this server speaks: one response per request."""
 
     def error(self, status: int, message: str) -> Response:
         return Response.json({"error": {"code": status, "message": message}}, status)
