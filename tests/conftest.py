@@ -1,15 +1,31 @@
 """Shared pytest configuration for loopbreaker's tests."""
 
-# Real-service fixtures (prometheus_factory, alertmanager_factory, pubsub_emulator,
-# firestore_emulator, function_server_factory) live in harness/fixtures.py.
 import os
 
-pytest_plugins = ["harness.fixtures"]
-
 # Tests talk to 127.0.0.1 only. google-auth probes the GCE metadata server (a link-local
-# address) when it looks for credentials; point it at a closed loopback port instead, for
-# this process and every subprocess it starts.
+# address) when it looks for credentials, and reads NO_GCE_CHECK once at import: set it
+# before anything imports google-auth, for this process and every subprocess it starts.
 os.environ["NO_GCE_CHECK"] = "true"
 os.environ["GCE_METADATA_HOST"] = "127.0.0.1:9"
 os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
 os.environ.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
+
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+from fakes import FakeStore  # noqa: E402
+
+from loopbreaker.store.base import IncidentStore  # noqa: E402
+from loopbreaker.store.sqlite import SqliteStore  # noqa: E402
+
+# Real-service fixtures (prometheus_factory, alertmanager_factory, pubsub_emulator,
+# firestore_emulator, function_server_factory) live in harness/fixtures.py.
+pytest_plugins = ["harness.fixtures"]
+
+
+@pytest.fixture(params=["fake", "sqlite"])
+def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
+    """Each responder test runs on the recording fake and on the embedded SQLite store."""
+    made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
+    yield made
+    made.close()

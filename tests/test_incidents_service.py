@@ -29,7 +29,6 @@ from loopbreaker.model import (
 from loopbreaker.service import Responder, Status
 from loopbreaker.settings import Settings
 from loopbreaker.store.base import IncidentStore
-from loopbreaker.store.sqlite import SqliteStore
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
 PROJECT, CLUSTER, POOL = "proj", "tpu-cluster-prod", "spot-pool"
@@ -76,13 +75,6 @@ def host_error(insert_id: str, node: str, at: datetime) -> dict[str, Any]:
 def json_logs() -> Iterator[None]:
     logs.configure("INFO")
     yield
-
-
-@pytest.fixture(params=["fake", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
-    made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
-    yield made
-    made.close()
 
 
 def responder(

@@ -8,13 +8,13 @@ incident and one approval request, and it learns its cluster from the NodeNotRea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
+from fakes import FakeClock, FakeEvidence, FakeNotifier
 
 from loopbreaker import engine, incidents, notify
 from loopbreaker.classify import classify
@@ -32,7 +32,6 @@ from loopbreaker.model import (
 from loopbreaker.service import Responder, Status
 from loopbreaker.settings import Settings
 from loopbreaker.store.base import IncidentStore
-from loopbreaker.store.sqlite import SqliteStore
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
 P = "proj"
@@ -258,13 +257,6 @@ def test_a_record_stored_before_clusters_were_learned_still_loads() -> None:
 
 
 # --- through the Responder -----------------------------------------------------------
-
-
-@pytest.fixture(params=["fake", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
-    made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
-    yield made
-    made.close()
 
 
 def responder(
