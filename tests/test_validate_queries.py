@@ -266,3 +266,25 @@ def test_lql_never_crashes(text: str) -> None:
         lql.parse(text)
     except lql.LqlSyntaxError as exc:
         assert 0 <= exc.offset <= len(text)
+
+
+def test_live_checks_run_at_the_end_of_the_window() -> None:
+    from datetime import datetime
+
+    from loopbreaker.validate import validate, validation_context
+
+    class RecordingEndpoint:
+        source = "recording"
+
+        def __init__(self) -> None:
+            self.times: list[datetime | None] = []
+
+        def query(self, promql: str, time: datetime | None = None) -> dict[str, Any]:
+            self.times.append(time)
+            return {"resultType": "vector", "result": []}
+
+    context = validation_context(issue_time="2026-05-20T08:15:00Z")
+    endpoint = RecordingEndpoint()
+    validate(context, prometheus=endpoint)
+    assert endpoint.times
+    assert set(endpoint.times) == {context.end_time}

@@ -195,7 +195,7 @@ def validate(
     results += check_promql_offline(promql, promtool, live_fallback=prometheus is not None)
     results += check_lql_offline(logql)
     if prometheus is not None:
-        results += check_promql_live(promql, prometheus)
+        results += check_promql_live(promql, prometheus, at=context.end_time)
     if logging is not None:
         results += check_lql_live(logql, logging)
     order = {t.id: i for i, t in enumerate(templates)}
@@ -315,8 +315,9 @@ def check_lql_offline(queries: Sequence[FilledQuery]) -> list[CheckResult]:
 
 
 def check_promql_live(
-    queries: Sequence[FilledQuery], endpoint: PromQLEndpoint
+    queries: Sequence[FilledQuery], endpoint: PromQLEndpoint, *, at: datetime | None = None
 ) -> list[CheckResult]:
+    """Run each query at ``at`` (the window's end, where diagnose evaluates them)."""
     from loopbreaker.readers import QueryRejected, SourceUnreachable
 
     check = f"live {endpoint.source}"
@@ -327,7 +328,7 @@ def check_promql_live(
             results.append(CheckResult(query.id, "promql", check, Status.SKIP, stop, query.text))
             continue
         try:
-            data = endpoint.query(query.text)
+            data = endpoint.query(query.text, at)
         except QueryRejected as exc:
             results.append(
                 CheckResult(query.id, "promql", check, Status.FAIL, exc.reason, query.text)
