@@ -163,15 +163,15 @@ def classify(entry: object) -> Signal:
     labels = _str_map(entry.get("labels"), "labels")
 
     text_payload = entry.get("textPayload")
-    if (text_payload is not None) + (entry.get("jsonPayload") is not None) + (
-        entry.get("protoPayload") is not None
-    ) > 1:
+    raw_json = entry.get("jsonPayload")
+    raw_proto = entry.get("protoPayload")
+    if (text_payload is not None) + (raw_json is not None) + (raw_proto is not None) > 1:
         present = [p for p in _PAYLOADS if entry.get(p) is not None]
         raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
     if text_payload is not None and not isinstance(text_payload, str):
         raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
-    json_payload = _opt_map(entry.get("jsonPayload"), "jsonPayload")
-    proto_payload = _opt_map(entry.get("protoPayload"), "protoPayload")
+    json_payload = _opt_map(raw_json, "jsonPayload")
+    proto_payload = _opt_map(raw_proto, "protoPayload")
 
     timestamp = _timestamp(entry)
     severity = entry.get("severity", "DEFAULT")
@@ -184,12 +184,13 @@ def classify(entry: object) -> Signal:
     if insert_id is not None and not isinstance(insert_id, str):
         raise InvalidLogEntry(f"'insertId' must be a string, got {_type_name(insert_id)}")
 
+    zone = rlabels.get("zone")
     fields: dict[str, Any] = {
         "timestamp": timestamp,
         "severity": severity,
         "project": rlabels.get("project_id") or _project_from_log_name(log_name),
         "cluster": rlabels.get("cluster_name"),
-        "location": rlabels.get("location") or rlabels.get("zone"),
+        "location": rlabels.get("location") or zone,
         "node_pool": rlabels.get("node_pool_name")
         or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
         "node": rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
@@ -197,7 +198,7 @@ def classify(entry: object) -> Signal:
         "pod": rlabels.get("pod_name"),
         "container": rlabels.get("container_name"),
         "instance_id": rlabels.get("instance_id"),
-        "zone": rlabels.get("zone"),
+        "zone": zone,
         "insert_id": insert_id,
         "log_name": log_name,
         "resource_type": resource_type,
@@ -368,6 +369,9 @@ def _fill_from_text(text: str, fields: dict[str, Any]) -> None:
 
 
 def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
+    if not labels:  # node, node-pool and audit entries carry no pod labels
+        fields["workload"] = fields["coordinator"] = None
+        return
     jobset = labels.get("k8s-pod/jobset_sigs_k8s_io/jobset-name")
     kubeflow = labels.get("k8s-pod/training_kubeflow_org/job-name")
     fields["workload"] = jobset or kubeflow
