@@ -60,6 +60,8 @@ def _entry(**overrides: Any) -> dict[str, Any]:
         (_entry(textPayload=5), "'textPayload' must be a string"),
         (_entry(timestamp="yesterday"), "timestamp"),
         (_entry(timestamp=12), "'timestamp' must be an RFC 3339 string"),
+        (_entry(timestamp="9999-12-31T23:59:59Z"), "outside the years"),
+        (_entry(timestamp="0001-01-01T00:00:00+01:00"), "timestamp"),
         (_entry(labels="x"), "'labels' must be an object"),
         (_entry(protoPayload="x", textPayload=None), "'protoPayload' must be an object"),
     ],

@@ -202,11 +202,11 @@ def test_one_failing_filter_makes_logs_partial(server: LoggingServer) -> None:
     assert SignalKind.NCCL_TIMEOUT in {s.kind for s in result.signals}
 
 
-def test_timeout_fails_only_that_filter(server: LoggingServer) -> None:
+def test_a_timeout_stops_the_reader(server: LoggingServer) -> None:
     server.inject(Fault.TIMEOUT)
-    result = make_reader(server).read(CONTEXT)
-    assert result.failures == (("nodepool_logs", "timed out after 0.4s"),)
-    assert len(result.signals) == 6
+    with pytest.raises(SourceUnavailable, match="nodepool_logs: timed out after 0.4s"):
+        make_reader(server).read(CONTEXT)
+    assert len(server.requests) == 1  # no filter after the first waits again
 
 
 def test_malformed_body_fails_only_that_filter(server: LoggingServer) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
-from loopbreaker.timeutil import parse_rfc3339
+from loopbreaker.timeutil import MAX_YEAR, MIN_YEAR, parse_rfc3339
 
 MAX_EXCERPT = 300
 
@@ -434,9 +434,11 @@ def _fast_utc(value: str) -> datetime | None:
     """
     if len(value) >= 20 and value[-1] == "Z" and value[10] == "T" and value[4] == "-":
         try:
-            return datetime.fromisoformat(value)
+            moment = datetime.fromisoformat(value)
         except ValueError:
             return None
+        # Out-of-range years take the validating path, which names the problem.
+        return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
     return None
 
 

@@ -99,8 +99,12 @@ def parse_openmetrics(text: str, *, source: str = METRICS_FILE) -> dict[str, lis
             raise InvalidTelemetry(f"{source} line {number}: timestamp is not finite")
         if stamp > 1e11:  # milliseconds, as the Prometheus text format writes them
             stamp /= 1000.0
+        try:
+            at = from_epoch(stamp)
+        except ValueError as exc:
+            raise InvalidTelemetry(f"{source} line {number}: {exc}") from exc
         key = (match["name"], tuple(sorted(labels.items())))
-        series.setdefault(key, []).append(Sample(from_epoch(stamp), value))
+        series.setdefault(key, []).append(Sample(at, value))
     out: dict[str, list[Series]] = {}
     for (name, labels_t), samples in series.items():
         samples.sort(key=lambda s: s.at)

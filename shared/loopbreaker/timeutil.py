@@ -10,6 +10,11 @@ from loopbreaker.errors import InvalidContext
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
+#: Accepted years. Windows, history look-backs and retention add days to an entry's time;
+#: bounds well inside datetime's range keep that arithmetic from overflowing.
+MIN_YEAR = 1970
+MAX_YEAR = 9000
+
 _RELATIVE = re.compile(r"\b(ago|now|today|yesterday|last|minutes?|hours?|days?)\b", re.I)
 
 
@@ -35,10 +40,20 @@ def parse_rfc3339(value: str, *, what: str = "time") -> datetime:
         offset = "+00:00"
     base = "{}-{}-{}T{}:{}:{}".format(*match.groups()[:6])
     try:
-        parsed = datetime.fromisoformat(base + frac + offset)
-    except ValueError as exc:
+        parsed = datetime.fromisoformat(base + frac + offset).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise InvalidContext(f"{what} {value!r} is not a valid date or time: {exc}") from exc
-    return parsed.astimezone(UTC)
+    return in_range(parsed, what=what, value=value)
+
+
+def in_range(moment: datetime, *, what: str = "time", value: str | None = None) -> datetime:
+    """Refuse times whose window arithmetic would leave ``datetime``'s range."""
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        shown = value if value is not None else moment.isoformat()
+        raise InvalidContext(
+            f"{what} {shown!r} is outside the years {MIN_YEAR}-{MAX_YEAR} loopbreaker accepts"
+        )
+    return moment
 
 
 def format_rfc3339(moment: datetime) -> str:
@@ -50,4 +65,12 @@ def format_rfc3339(moment: datetime) -> str:
 
 
 def from_epoch(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    """A unix time as an aware UTC datetime; ValueError when it is out of range."""
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise ValueError(f"unix time {seconds!r} is out of range") from exc
+    try:
+        return in_range(moment)
+    except InvalidContext as exc:
+        raise ValueError(str(exc)) from exc

@@ -162,7 +162,11 @@ class CloudLoggingReader:
                     self.source, f"cannot connect to Cloud Logging within {self._timeout:g}s"
                 ) from exc
             except requests.Timeout as exc:
-                raise SourceUnavailable(self.source, f"timed out after {self._timeout:g}s") from exc
+                # One filter timing out means the next would wait as long: stop, as the
+                # other readers do, so a diagnosis never waits once per filter.
+                raise SourceUnreachable(
+                    self.source, f"timed out after {self._timeout:g}s"
+                ) from exc
             except ValueError as exc:
                 # A body that is not JSON; requests' JSONDecodeError is also a
                 # RequestException, hence this clause comes first.
