@@ -164,9 +164,7 @@ class CloudLoggingReader:
             except requests.Timeout as exc:
                 # One filter timing out means the next would wait as long: stop, as the
                 # other readers do, so a diagnosis never waits once per filter.
-                raise SourceUnreachable(
-                    self.source, f"timed out after {self._timeout:g}s"
-                ) from exc
+                raise SourceUnreachable(self.source, f"timed out after {self._timeout:g}s") from exc
             except ValueError as exc:
                 # A body that is not JSON; requests' JSONDecodeError is also a
                 # RequestException, hence this clause comes first.
