@@ -497,3 +497,64 @@ def test_responder_core_imports_only_stdlib_at_module_level(module: str) -> None
             roots.add(node.module.split(".")[0])
     foreign = {r for r in roots if r not in sys.stdlib_module_names and r != "loopbreaker"}
     assert not foreign, f"{module} imports {foreign}"
+
+
+# --- audit cap, notification retries of final incidents, giving up --------------------
+
+
+def test_the_audit_trail_keeps_its_head_and_tail_and_counts_the_rest() -> None:
+    head, tail = incidents.AUDIT_HEAD, incidents.AUDIT_TAIL
+    incident = incidents.transition(arrive(None, 0, 0), State.DIAGNOSED, actor="s", at=mins(1))
+    total = head + tail + 25
+    while len(incident.audit) + incident.audit_dropped < total:
+        n = len(incident.audit) + incident.audit_dropped
+        incident = incidents.transition(
+            incident, State.DIAGNOSED, actor="s", at=mins(2), note=f"#{n}"
+        )
+    assert len(incident.audit) == head + tail and incident.audit_dropped == total - head - tail
+    assert incident.audit[0].to_state is State.OPEN  # the opening is kept
+    assert incident.audit[head - 1].note == f"#{head - 1}"
+    assert incident.audit[head].note == f"#{total - tail}"  # then the newest
+    assert incident.audit[-1].note == f"#{total - 1}"
+    assert Incident.from_dict(incident.to_dict()) == incident
+
+
+def test_a_record_without_audit_dropped_still_loads() -> None:
+    data = arrive(None, 0, 0).to_dict()
+    del data["audit_dropped"]
+    assert Incident.from_dict(data).audit_dropped == 0
+
+
+def test_a_final_incident_is_re_armed_only_for_its_notification() -> None:
+    expired = incidents.transition(
+        in_state(State.AWAITING_APPROVAL), State.EXPIRED, actor="s", at=mins(1)
+    )
+    assert expired.settle_at is None and incidents.claim(expired, mins(9)) is None
+    rearmed = incidents.rearm(expired, mins(2))
+    assert rearmed is not None and rearmed.settle_at == mins(2)
+    assert not incidents.is_due(rearmed, mins(2)) and incidents.notification_due(rearmed, mins(2))
+    assert incidents.claim(rearmed, mins(1.5)) is None
+    claimed = incidents.claim(rearmed, mins(2))
+    assert claimed is not None and claimed.settle_at == mins(2) + incidents.DIAGNOSIS_LEASE
+    done = incidents.settled(claimed)
+    assert done is not None and done.settle_at is None and incidents.settled(done) is None
+    assert incidents.settled(arrive(None, 0, 0)) is None  # a live incident keeps its time
+
+
+def test_giving_up_clears_the_settle_time_and_notes_why() -> None:
+    opened = arrive(None, 0, 0)
+    stopped = incidents.give_up(opened, mins(3), "InvalidTelemetry: line 3")
+    assert stopped is not None and stopped.settle_at is None and stopped.state is State.OPEN
+    last = stopped.audit[-1]
+    assert (last.from_state, last.to_state, last.actor) == (State.OPEN, State.OPEN, "system:settle")
+    assert "InvalidTelemetry: line 3" in last.note
+    again = arrive(stopped, 1, 4)  # a new signal makes it due again
+    assert again.settle_at == mins(5)
+
+
+def test_giving_up_keeps_a_re_trigger_that_arrived_during_the_failing_run() -> None:
+    opened = arrive(None, 0, 0)
+    during = arrive(opened, 1, 4)  # arrived at +4 min, after the run began at +3
+    stopped = incidents.give_up(during, mins(3), "InvalidTelemetry: line 3")
+    assert stopped is not None and stopped.settle_at == during.settle_at
+    assert "InvalidTelemetry" in stopped.audit[-1].note

@@ -314,7 +314,7 @@ def test_one_failing_diagnosis_does_not_stop_the_others(
         def collect(self, context: Context, budget: QueryBudget) -> Evidence:
             if not self.contexts:
                 self.contexts.append(context)
-                raise InvalidTelemetry("metrics.om line 3: bad sample")
+                raise TransientError("Prometheus 503: bad gateway")
             return super().collect(context, budget)
 
     clock = FakeClock(T0)
@@ -325,7 +325,8 @@ def test_one_failing_diagnosis_does_not_stop_the_others(
     service.handle_entry("m2", other)
     report = service.settle(clock.advance(seconds=61))
     assert len(report.failed) == 1 and len(report.diagnosed) == 1
-    assert "bad sample" in error_lines(capsys.readouterr().err)[0]["message"]
+    assert "bad gateway" in error_lines(capsys.readouterr().err)[0]["message"]
+    assert service.settle(clock.advance(minutes=3)).diagnosed == []  # still leased
     retried = service.settle(clock.advance(minutes=6))  # after the diagnosis lease
     assert retried.diagnosed == [report.failed[0]["incident_id"]]
 
@@ -373,3 +374,81 @@ def test_a_failed_notification_is_retried_by_a_later_settle(store: IncidentStore
     assert service.settle(clock.advance(seconds=30)).notified == []
     assert service.settle(clock.advance(seconds=31)).notified == [incident.id]
     assert len(notifier.posted) == 1
+
+
+def test_bad_input_stops_the_retries_until_a_new_signal_arrives(
+    store: IncidentStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Broken(FakeEvidence):
+        def collect(self, context: Context, budget: QueryBudget) -> Evidence:
+            self.contexts.append(context)
+            if len(self.contexts) == 1:
+                raise InvalidTelemetry("metrics.om line 3: bad sample")
+            return self.evidence
+
+    clock = FakeClock(T0)
+    evidence = Broken()
+    service = responder(store, clock, evidence=evidence)
+    service.handle_entry("m1", preemption(1, T0))
+    capsys.readouterr()
+    report = service.settle(clock.advance(seconds=61))
+    [incident] = store.list_incidents()
+    assert report.failed == [
+        {"incident_id": incident.id, "reason": "metrics.om line 3: bad sample"}
+    ]
+    [line] = error_lines(capsys.readouterr().err)
+    assert line["event"] == "settle_failed" and line["error"] == "InvalidTelemetry"
+    assert line["retry"] is False and "bad sample" in line["message"]
+    assert incident.state is State.OPEN and incident.settle_at is None
+    assert "InvalidTelemetry: metrics.om line 3: bad sample" in incident.audit[-1].note
+    # Not retried lease after lease.
+    assert service.settle(clock.advance(minutes=6)).failed == []
+    assert service.settle(clock.advance(hours=1)).failed == []
+    assert len(evidence.contexts) == 1
+    # A new signal makes it due again, and it is diagnosed.
+    service.handle_entry("m2", preemption(2, T0 + timedelta(minutes=1)))  # same storm
+    again = service.settle(clock.advance(seconds=61))
+    assert again.diagnosed == [incident.id] and again.failed == []
+
+
+def test_a_failed_expiry_notification_is_retried_without_re_diagnosing(
+    store: IncidentStore,
+) -> None:
+    clock = FakeClock(T0)
+    notifier = FakeNotifier()
+    evidence = FakeEvidence()
+    service = responder(store, clock, notifier=notifier, evidence=evidence, diagnose=needs_approval)
+    service.handle_entry("m1", host_error("h1", "gke-c-p-1a2b3c4d-0001", T0))
+    service.settle(clock.advance(seconds=61))
+    notifier.fail.append(TransientError("chat API 503"))
+    report = service.settle(clock.advance(hours=6))
+    [expired] = store.list_incidents()
+    assert report.expired == [expired.id] and report.notified == []
+    assert report.failed and "chat API 503" in report.failed[0]["reason"]
+    assert expired.state is State.EXPIRED and expired.settle_at is not None
+    retried = service.settle(clock.advance(seconds=61))
+    [done] = store.list_incidents()
+    assert retried.notified == [done.id] and retried.diagnosed == [] and retried.failed == []
+    assert [n.state for n in notifier.posted] == ["awaiting_approval", "expired"]
+    assert done.state is State.EXPIRED and done.settle_at is None
+    assert done.diagnoses == 1 and len(evidence.contexts) == 1  # not diagnosed again
+    assert service.settle(clock.advance(minutes=10)).notified == []
+
+
+def test_a_failure_recording_host_failures_retries_the_whole_diagnosis() -> None:
+    store = FakeStore(fail={"record_host_failures": [TransientError("hosts: contention")]})
+    clock = FakeClock(T0)
+    notifier = FakeNotifier()
+    service = responder(store, clock, notifier=notifier)
+    node = "gke-c-p-1a2b3c4d-0001"
+    service.handle_entry("m1", host_error("h1", node, T0))
+    first = service.settle(clock.advance(seconds=61))
+    [incident] = store.list_incidents()
+    assert first.failed and "contention" in first.failed[0]["reason"]
+    assert incident.diagnosis is None and incident.settle_at is not None  # still leased
+    assert store.hosts == {} and notifier.posted == []
+    retried = service.settle(clock.advance(minutes=6))
+    [done] = store.list_incidents()
+    assert retried.diagnosed == [done.id] and retried.notified == [done.id]
+    assert [r.node for r in store.hosts.values()] == [node]
+    assert done.diagnoses == 1 and len(notifier.posted) == 1

@@ -384,3 +384,84 @@ def test_concurrent_redeliveries_of_an_ignored_entry_count_once(
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(deliver, range(8)))
     assert results.count(False) == 1
+
+
+def test_a_final_incident_is_due_only_while_its_notification_is_pending(
+    store: IncidentStore,
+) -> None:
+    a = store.ingest(arrival("a", 0)).incident
+    assert a
+    at = T0 + timedelta(minutes=2)
+
+    def reject(i: incidents.Incident) -> incidents.Incident:
+        i = incidents.transition(i, State.DIAGNOSED, actor="system", at=at)
+        i = incidents.transition(i, State.AWAITING_APPROVAL, actor="system", at=at)
+        return incidents.transition(i, State.REJECTED, actor="alice", at=at)
+
+    store.update(a.id, reject)
+    assert store.due(at + timedelta(hours=1), 10) == []
+    store.update(a.id, lambda i: incidents.rearm(i, at + timedelta(minutes=1)))
+    assert store.due(at + timedelta(minutes=1), 10) == [a.id]
+    store.update(a.id, incidents.settled)
+    assert store.due(at + timedelta(hours=1), 10) == []
+
+
+# --- Firestore error mapping (no emulator: a stub client raises what the API would) ----
+
+
+class _StubClient:
+    """Just enough of firestore.Client for FirestoreStore to raise ``error`` on a call."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def collection(self, name: str) -> _StubClient:
+        return self
+
+    def document(self, name: str) -> _StubClient:
+        return self
+
+    def get(self) -> None:
+        raise self.error
+
+    def batch(self) -> _StubClient:
+        return self
+
+    def create(self, ref: object, data: object) -> None:
+        pass
+
+    def commit(self) -> None:
+        raise self.error
+
+
+def _firestore(error: Exception) -> IncidentStore:
+    from loopbreaker.store.firestore import FirestoreStore
+
+    return FirestoreStore(_StubClient(error))
+
+
+@pytest.mark.parametrize("name", ["PermissionDenied", "NotFound", "InvalidArgument"])
+def test_firestore_wraps_permanent_api_errors_in_store_error(name: str) -> None:
+    from google.api_core import exceptions as gexc
+
+    from loopbreaker.errors import LoopbreakerError, StoreError
+
+    error = getattr(gexc, name)("nope")
+    with pytest.raises(StoreError, match="nope") as caught:
+        _firestore(error).get("inc-1")
+    assert caught.value.__cause__ is error and isinstance(caught.value, LoopbreakerError)
+    assert not isinstance(caught.value, TransientError)
+
+
+def test_firestore_maps_transient_errors_and_keeps_conflicts_for_the_retry_loop() -> None:
+    from google.api_core import exceptions as gexc
+
+    from loopbreaker.errors import StoreError
+
+    with pytest.raises(TransientError):
+        _firestore(gexc.ServiceUnavailable("down")).get("inc-1")
+    # A lost create-if-absent race is a duplicate, not an error ...
+    assert _firestore(gexc.AlreadyExists("taken")).remember(["e-1"], T0) is True
+    # ... but outside a conditioned commit a failed precondition is a StoreError.
+    with pytest.raises(StoreError):
+        _firestore(gexc.FailedPrecondition("needs an index")).get("inc-1")

@@ -11,6 +11,8 @@
      +-- SourceUnavailable           a telemetry reader could not answer (auth, network,
      |                               timeout, malformed response); the step degrades
      +-- TransientError              worth a retry by the caller (Pub/Sub redelivery)
+ +-- StoreError                  the incident store refused a call for good (permission
+ |                               denied, not found, invalid argument): not retried
      +-- UnsafeToAct                 a safety gate refused a mutation; tell a human
      +-- ApprovalInvalid             an approval that is forged, expired, replayed or
                                      for another instance
@@ -64,6 +66,10 @@ class SourceUnavailable(LoopbreakerError):
 
 class TransientError(LoopbreakerError):
     """A failure that a later retry may not hit (store contention, 5xx)."""
+
+
+class StoreError(LoopbreakerError):
+    """The incident store refused a call in a way a retry cannot fix."""
 
 
 class UnsafeToAct(LoopbreakerError):

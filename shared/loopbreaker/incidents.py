@@ -12,7 +12,12 @@ State machine (``*`` = final)::
               +----------------+  +----> expired*
 
 ``diagnosed -> diagnosed`` and the other self-loops record a re-diagnosis. Every transition
-is appended to the audit trail with its time, actor and a note.
+is appended to the audit trail with its time, actor and a note. The trail is capped (a
+Firestore document holds at most 1 MiB): the first :data:`AUDIT_HEAD` and the last
+:data:`AUDIT_TAIL` events are kept, and ``audit_dropped`` counts those in between.
+
+``settle_at`` is when the incident is due: for a live incident, its next diagnosis; for a
+final one (never diagnosed again), only the retry of a notification that failed.
 
 Keys and clusters: one failure reaches us through two sinks. GKE entries (``gke_nodepool``,
 ``k8s_node``) name the cluster; Compute Engine audit entries (``gce_instance``:
@@ -70,6 +75,10 @@ DIAGNOSIS_LEASE = timedelta(minutes=5)
 #: Observations of one host this close together are one failure (as the engine merges them).
 HOST_FAILURE_MERGE = timedelta(minutes=10)
 SYSTEM_ACTOR = "system"
+#: The audit trail keeps its first AUDIT_HEAD and last AUDIT_TAIL events (the opening and
+#: the recent history); the events between are dropped and counted in ``audit_dropped``.
+AUDIT_HEAD = 10
+AUDIT_TAIL = 40
 
 # Signals about the application are grouped by workload; everything else by where it ran.
 _WORKLOAD_KINDS = WORKLOAD_FAULT_KINDS | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
@@ -375,6 +384,8 @@ class Incident:
     notified_fingerprint: str | None = None
     notifications: int = 0
     audit: tuple[AuditEvent, ...] = ()
+    #: Audit events dropped between the kept head and tail of the trail.
+    audit_dropped: int = 0
 
     @property
     def final(self) -> bool:
@@ -426,6 +437,7 @@ class Incident:
             "notified_fingerprint": self.notified_fingerprint,
             "notifications": self.notifications,
             "audit": [a.to_dict() for a in self.audit],
+            "audit_dropped": self.audit_dropped,
         }
 
     @classmethod
@@ -466,6 +478,7 @@ class Incident:
             notified_fingerprint=data.get("notified_fingerprint"),
             notifications=int(data.get("notifications", 0)),
             audit=tuple(AuditEvent.from_dict(a) for a in data.get("audit", ())),
+            audit_dropped=int(data.get("audit_dropped", 0)),
         )
 
 
@@ -645,6 +658,19 @@ def reindex(entries: Iterable[IndexEntry], incident: Incident) -> list[IndexEntr
 # --- state machine -------------------------------------------------------------------
 
 
+def append_audit(
+    incident: Incident, event: AuditEvent, *, head: int = AUDIT_HEAD, tail: int = AUDIT_TAIL
+) -> Incident:
+    """Append ``event`` to the trail, dropping (and counting) events beyond head + tail."""
+    audit = (*incident.audit, event)
+    dropped = incident.audit_dropped
+    excess = len(audit) - (head + tail)
+    if excess > 0:
+        audit = audit[:head] + audit[head + excess :]
+        dropped += excess
+    return replace(incident, audit=audit, audit_dropped=dropped)
+
+
 def transition(
     incident: Incident, to: State, *, actor: str, at: datetime, note: str = ""
 ) -> Incident:
@@ -653,26 +679,62 @@ def transition(
         raise IllegalTransition(f"incident {incident.id}: {incident.state} -> {to} is not allowed")
     # Only an open approval request expires; whoever opens one sets the deadline.
     expires_at = incident.expires_at if to is State.AWAITING_APPROVAL else None
-    return replace(
+    moved = replace(
         incident,
         state=to,
         updated_at=max(incident.updated_at, at),
         expires_at=expires_at,
         settle_at=None if to in FINAL_STATES else incident.settle_at,
         revision=incident.revision + 1,
-        audit=(*incident.audit, AuditEvent(at, actor, incident.state, to, note)),
     )
+    return append_audit(moved, AuditEvent(at, actor, incident.state, to, note))
 
 
 def is_due(incident: Incident, now: datetime) -> bool:
     return not incident.final and incident.settle_at is not None and incident.settle_at <= now
 
 
+def notification_due(incident: Incident, now: datetime) -> bool:
+    """A final incident whose notification failed and is to be retried by now."""
+    return incident.final and incident.settle_at is not None and incident.settle_at <= now
+
+
 def claim(incident: Incident, now: datetime, lease: timedelta = DIAGNOSIS_LEASE) -> Incident | None:
-    """Hold a due incident for one diagnosis run; None when it is not due (any more)."""
-    if not is_due(incident, now):
+    """Hold a due incident for one run; None when it is not due (any more).
+
+    A final incident is only claimed to retry its notification (see :func:`rearm`).
+    """
+    if not (is_due(incident, now) or notification_due(incident, now)):
         return None
     return replace(incident, settle_at=now + lease, revision=incident.revision + 1)
+
+
+def settled(incident: Incident) -> Incident | None:
+    """A final incident's notification went out: nothing is due any more."""
+    if not incident.final or incident.settle_at is None:
+        return None
+    return replace(incident, settle_at=None, revision=incident.revision + 1)
+
+
+def give_up(incident: Incident, now: datetime, reason: str) -> Incident | None:
+    """Stop retrying an incident whose run failed on bad input, noting why in the trail.
+
+    A new signal makes it due again (:func:`absorb` sets ``settle_at``).
+    """
+    note = f"not retried until a new signal arrives: {reason}"
+    # A signal that arrived while the failing run was under way has re-armed the incident
+    # already; keep that re-trigger.
+    rearmed = incident.last_signal_at > now
+    stopped = replace(
+        incident,
+        settle_at=incident.settle_at if rearmed else None,
+        updated_at=max(incident.updated_at, now),
+        revision=incident.revision + 1,
+    )
+    return append_audit(
+        stopped,
+        AuditEvent(now, f"{SYSTEM_ACTOR}:settle", incident.state, incident.state, note),
+    )
 
 
 def apply_diagnosis(
@@ -731,8 +793,11 @@ def expire(incident: Incident, now: datetime) -> Incident | None:
 
 
 def rearm(incident: Incident, at: datetime) -> Incident | None:
-    """Make the incident due again at ``at`` (its notification could not be sent)."""
-    if incident.final or (incident.settle_at is not None and incident.settle_at <= at):
+    """Make the incident due again at ``at`` (its notification could not be sent).
+
+    A live incident is then diagnosed again; a final one only has its notification retried.
+    """
+    if incident.settle_at is not None and incident.settle_at <= at:
         return None
     return replace(incident, settle_at=at, revision=incident.revision + 1)
 

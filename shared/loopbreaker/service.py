@@ -5,8 +5,15 @@ groups it into an incident in one transaction (duplicates change nothing); an en
 concerns no incident is only remembered, so that its redelivery is a duplicate too. ``settle``
 (called every minute) expires stale approval requests and diagnoses incidents whose
 settle time has passed: claim, collect evidence within the query budget, run the pure
-engine, store the diagnosis, notify once per change. Every port comes in through the
-constructor; :func:`loopbreaker.bootstrap.build_responder` wires them.
+engine, record the host failures, store the diagnosis, notify once per change. A final
+incident whose notification failed is due again only to retry that notification.
+
+Failures while settling one incident: a TransientError keeps it due (its lease runs out,
+or it is re-armed) and the next settle retries; InvalidInput (a broken telemetry file, a
+bad setting) stops the retries for that incident, with a note in its audit trail, until
+a new signal arrives. Either way it is logged and reported in ``SettleReport.failed``.
+Every port comes in through the constructor;
+:func:`loopbreaker.bootstrap.build_responder` wires them.
 """
 
 from __future__ import annotations
@@ -255,30 +262,59 @@ class Responder:
         report = SettleReport()
         batch = self.settings.settle_batch
         for incident_id in self.store.expiring(now, batch):
-            self._isolated(incident_id, report, partial(self._expire_one, incident_id, now, report))
+            work = partial(self._expire_one, incident_id, now, report)
+            self._isolated(incident_id, report, work, now)
         for incident_id in self.store.due(now, batch):
-            self._isolated(incident_id, report, partial(self._settle_one, incident_id, now, report))
+            work = partial(self._settle_one, incident_id, now, report)
+            self._isolated(incident_id, report, work, now)
         report.pruned = self.store.prune(now - self.settings.dedup_retention)
         return report
 
-    def _isolated(self, incident_id: str, report: SettleReport, work: Callable[[], None]) -> None:
+    def _isolated(
+        self, incident_id: str, report: SettleReport, work: Callable[[], None], now: datetime
+    ) -> None:
         """One incident's failure must not starve the others: log it, report it, go on.
 
-        A failed diagnosis keeps its lease (settle_at) and is retried once it runs out.
+        After a TransientError the incident keeps its lease (settle_at) and is retried once
+        it runs out. After InvalidInput, which no retry can fix, it is not retried: its
+        settle_at is cleared and the reason noted in its audit trail; a new signal makes
+        it due again.
         """
         try:
             work()
-        except (TransientError, InvalidInput) as exc:
-            report.failed.append({"incident_id": incident_id, "reason": str(exc)})
-            self._count("settle_failed")
-            event(
-                self._log,
-                logging.ERROR,
-                f"settling {incident_id} failed: {exc}",
-                labels={"incident_id": incident_id},
-                event="settle_failed",
-                error=type(exc).__name__,
-            )
+        except TransientError as exc:
+            self._failed(incident_id, report, exc, retry=True)
+        except InvalidInput as exc:
+            self._failed(incident_id, report, exc, retry=False)
+            reason = f"{type(exc).__name__}: {exc}"
+            try:
+                self.store.update(incident_id, lambda i: incidents.give_up(i, now, reason))
+            except TransientError as again:
+                # Not noted this time: the lease runs out and the next settle fails again.
+                event(
+                    self._log,
+                    logging.WARNING,
+                    f"could not stop retrying {incident_id}: {again}",
+                    labels={"incident_id": incident_id},
+                    event="settle_give_up_failed",
+                    error=type(again).__name__,
+                )
+
+    def _failed(
+        self, incident_id: str, report: SettleReport, exc: Exception, *, retry: bool
+    ) -> None:
+        report.failed.append({"incident_id": incident_id, "reason": str(exc)})
+        self._count("settle_failed")
+        event(
+            self._log,
+            logging.ERROR,
+            f"settling {incident_id} failed: {exc}"
+            + ("" if retry else " (not retried until a new signal arrives)"),
+            labels={"incident_id": incident_id},
+            event="settle_failed",
+            error=type(exc).__name__,
+            retry=retry,
+        )
 
     def _expire_one(self, incident_id: str, now: datetime, report: SettleReport) -> None:
         expired = self.store.update(incident_id, lambda i: incidents.expire(i, now))
@@ -300,6 +336,11 @@ class Responder:
         if not claimed.changed or claimed.incident is None:
             return  # someone else holds it, or it is no longer due
         incident = claimed.incident
+        if incident.final:
+            # Final incidents are never diagnosed again: only a failed notification is due.
+            self._notify(incident, report)
+            self.store.update(incident_id, incidents.settled)
+            return
         context = incidents.context_for(incident)
         budget = QueryBudget(self.settings.query_budget)
         evidence = self.evidence.collect(context, budget)
@@ -316,15 +357,18 @@ class Responder:
             signal_revision=incident.signal_revision,
             queries=budget.spent,
         )
+        # Before the diagnosis is stored (which ends the lease): if this fails, the lease
+        # runs out and the next settle does it all again. Record ids are deterministic,
+        # so writing them twice stores them once.
+        self.store.record_host_failures(
+            incidents.host_failures(incident_id, diagnosis, signals, evidence.nodes or ())
+        )
         stored = self.store.update(
             incident_id,
             lambda i: incidents.apply_diagnosis(i, record, now=now, policy=self._policy),
         )
         if not stored.changed or stored.incident is None:
             return
-        self.store.record_host_failures(
-            incidents.host_failures(incident_id, diagnosis, signals, evidence.nodes or ())
-        )
         report.diagnosed.append(incident_id)
         self._count("diagnosed")
         event(
@@ -349,8 +393,9 @@ class Responder:
         try:
             self.notifier.post(message)
         except TransientError:
-            # Keep the incident due, so a later settle diagnoses and notifies again
-            # (the diagnosis is stored either way; only the message is missing).
+            # Keep the incident due, so a later settle notifies again (the diagnosis is
+            # stored either way; only the message is missing). A live incident is then
+            # diagnosed again as well; a final one only has its message retried.
             retry_at = self.clock() + self.settings.settle_time
             self.store.update(incident.id, lambda i: incidents.rearm(i, retry_at))
             raise

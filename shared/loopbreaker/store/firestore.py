@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from loopbreaker import incidents
-from loopbreaker.errors import TransientError
+from loopbreaker.errors import StoreError, TransientError
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.settings import DEFAULT_DEDUP_RETENTION
@@ -113,19 +113,30 @@ class FirestoreStore:
                 return result
             self.transactions += 1
             try:
-                self._call(writes.batch.commit)
+                self._call(writes.batch.commit, conflicts=True)
                 return result
             except (gexc.AlreadyExists, gexc.FailedPrecondition):
                 # Jittered backoff: the deliveries that lost this round spread out.
                 time.sleep(random.uniform(0, min(MAX_BACKOFF, BASE_BACKOFF * 2**number)))
         raise TransientError(f"Firestore: {COMMIT_ATTEMPTS} conflicting commits in a row")
 
-    def _call(self, operation: Callable[[], T]) -> T:
-        """One call, with transient failures mapped."""
+    def _call(self, operation: Callable[[], T], *, conflicts: bool = False) -> T:
+        """One call, with its failures mapped onto the loopbreaker error tree.
+
+        Transient failures raise TransientError, every other API error StoreError. With
+        ``conflicts`` (a conditioned commit), AlreadyExists and FailedPrecondition -- a
+        lost race, which the caller decides again -- pass through unchanged.
+        """
+        from google.api_core import exceptions as gexc
+
         try:
             return operation()
         except _transient_types() as exc:
             raise TransientError(f"Firestore unavailable: {exc}") from exc
+        except gexc.GoogleAPICallError as exc:
+            if conflicts and isinstance(exc, (gexc.AlreadyExists, gexc.FailedPrecondition)):
+                raise
+            raise StoreError(f"Firestore refused the call: {exc}") from exc
 
     def _read(self, refs: Sequence[Any]) -> dict[str, Any]:
         snaps = self._call(lambda: list(self._client.get_all(refs)))
@@ -191,7 +202,7 @@ class FirestoreStore:
             )
         self.transactions += 1
         try:
-            self._call(batch.commit)
+            self._call(batch.commit, conflicts=True)
         except (gexc.AlreadyExists, gexc.FailedPrecondition):
             return True
         return False
