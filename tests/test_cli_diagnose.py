@@ -26,6 +26,23 @@ def context_args(spec: dict[str, Any]) -> list[str]:
     return args
 
 
+def minimal_args(telemetry: Path) -> list[str]:
+    """diagnose with the three required flags on a telemetry directory, as JSON."""
+    return [
+        "diagnose",
+        "--cluster",
+        "c",
+        "--workload",
+        "w",
+        "--issue-time",
+        "2026-05-20T08:00:00Z",
+        "--telemetry",
+        str(telemetry),
+        "--format",
+        "json",
+    ]
+
+
 def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
     assert main(argv) == 0
     out: dict[str, Any] = json.loads(capsys.readouterr().out)
@@ -196,22 +213,7 @@ def test_bad_log_entries_are_skipped_and_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "extra.jsonl").write_text('{"nope": 1}\nnot json\n')
-    out = run_json(
-        capsys,
-        [
-            "diagnose",
-            "--cluster",
-            "c",
-            "--workload",
-            "w",
-            "--issue-time",
-            "2026-05-20T08:00:00Z",
-            "--telemetry",
-            str(tmp_path),
-            "--format",
-            "json",
-        ],
-    )
+    out = run_json(capsys, minimal_args(tmp_path))
     assert any("2 log entr" in f["message"] for f in out["evidence"])
 
 
@@ -359,22 +361,7 @@ def test_pending_pods_of_a_sibling_jobset_are_not_ours(
 def test_no_finding_claims_an_absence_it_could_not_see(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = run_json(
-        capsys,
-        [
-            "diagnose",
-            "--cluster",
-            "c",
-            "--workload",
-            "w",
-            "--issue-time",
-            "2026-05-20T08:00:00Z",
-            "--telemetry",
-            str(tmp_path),
-            "--format",
-            "json",
-        ],
-    )
+    out = run_json(capsys, minimal_args(tmp_path))
     assert out["restart_loop"] is None
     assert [s["status"] for s in out["steps"]] == ["unavailable"] * 4
     assert out["evidence"] == []
