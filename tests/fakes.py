@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -169,18 +169,27 @@ class FakeStore:
 
 
 class FakeNotifier:
-    """Records every post; ``messages`` keeps the current message per incident."""
+    """Records every post; ``messages`` keeps the current message per incident.
+
+    Like a chat platform it returns where the message lives (``{"platform": "fake",
+    "message": "m-<n>"}``) and ``wheres`` records the location each post was given.
+    """
 
     def __init__(self, fail: list[Exception] | None = None) -> None:
         self.posted: list[Notification] = []
         self.messages: dict[str, Notification] = {}
+        self.wheres: list[Mapping[str, str] | None] = []
         self.fail = list(fail or [])
 
-    def post(self, notification: Notification) -> None:
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
         if self.fail:
             raise self.fail.pop(0)
         self.posted.append(notification)
+        self.wheres.append(where)
         self.messages[notification.incident_id] = notification
+        return dict(where) if where else {"platform": "fake", "message": f"m-{len(self.posted)}"}
 
 
 @dataclass

@@ -57,6 +57,19 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_TELEMETRY_DIR": str(tmp_path),
         "LOOPBREAKER_NOTIFIER": "file:/tmp/notes",
         "LOOPBREAKER_LOG_LEVEL": "debug",
+        "LOOPBREAKER_SLACK_BOT_TOKEN": "xoxb-1-2-abc",
+        "LOOPBREAKER_SLACK_CHANNEL": "C0123ABC",
+        "LOOPBREAKER_SLACK_SIGNING_SECRET": "8f742231b10e8888abcd99yyyzzz85a5",
+        "LOOPBREAKER_SLACK_API_URL": "http://127.0.0.1:9/api",
+        "LOOPBREAKER_GOOGLE_CHAT_WEBHOOK_URL": "https://chat.googleapis.com/v1/spaces/AAA/messages?key=k",
+        "LOOPBREAKER_GOOGLE_CHAT_SPACE": "spaces/AAAAX5_xtFM",
+        "LOOPBREAKER_GOOGLE_CHAT_AUDIENCE": "123456789012",
+        "LOOPBREAKER_GOOGLE_CHAT_CERTS_URL": "http://127.0.0.1:9/certs",
+        "LOOPBREAKER_GOOGLE_CHAT_API_URL": "http://127.0.0.1:9/chat",
+        "LOOPBREAKER_APPROVERS": "U0123ABC, Alice@Example.com",
+        "LOOPBREAKER_ACTION_SIGNING_KEY": "0123456789abcdef0123",
+        "LOOPBREAKER_APPROVAL_TTL": "45m",
+        "LOOPBREAKER_REMEDIATION_TOPIC": "remediation-requests",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
     }
     s = load_settings(env)
@@ -72,7 +85,23 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert s.notifier.kind == "file" and s.notifier.path == Path("/tmp/notes")
     assert s.log_level == "DEBUG"
     assert s.unknown == ("LOOPBREAKER_SETTLE_TIMES",)
-    assert {v.name for v in S.VARIABLES} == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"}
+    chat = s.chatops
+    assert chat.slack_bot_token is not None and chat.slack_bot_token.get() == "xoxb-1-2-abc"
+    assert chat.slack_channel == "C0123ABC" and chat.slack_api_url == "http://127.0.0.1:9/api/"
+    assert chat.slack_signing_secret is not None
+    assert chat.google_chat_space == "spaces/AAAAX5_xtFM"
+    assert chat.google_chat_webhook_url is not None
+    assert chat.google_chat_audience == "123456789012"
+    assert chat.google_chat_certs_url == "http://127.0.0.1:9/certs"
+    assert chat.google_chat_api_url == "http://127.0.0.1:9/chat"
+    assert chat.approvers == {"U0123ABC", "alice@example.com"}
+    assert chat.action_signing_key is not None and chat.approvals_enabled
+    assert chat.approval_ttl == timedelta(minutes=45)
+    assert chat.remediation_topic == "projects/proj/topics/remediation-requests"
+    # Secret values never show in a repr (settings end up in logs and tracebacks).
+    assert "xoxb" not in repr(s) and "0123456789abcdef" not in repr(s)
+    documented = {v.name for v in S.VARIABLES if "<" not in v.name}
+    assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"}
 
 
 def test_the_project_falls_back_on_google_cloud_project() -> None:

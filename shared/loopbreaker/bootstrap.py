@@ -8,13 +8,19 @@ client libraries are imported only by the code path that needs them.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from loopbreaker import logs
+from loopbreaker.errors import ConfigError
 from loopbreaker.evidence import EvidenceProvider, NoEvidence, TelemetryDirEvidence
 from loopbreaker.notify import FileNotifier, LogNotifier, Notifier
-from loopbreaker.service import Clock, Responder, system_clock
-from loopbreaker.settings import Settings, StoreKind
+from loopbreaker.remediation_queue import LogQueue, PubSubQueue, RemediationQueue
+from loopbreaker.service import Approvals, Clock, Responder, system_clock
+from loopbreaker.settings import Runtime, Settings, StoreKind
 from loopbreaker.store.base import IncidentStore
+
+if TYPE_CHECKING:
+    from loopbreaker.chatops import ChatActions
 
 
 def build_store(settings: Settings) -> IncidentStore:
@@ -34,9 +40,48 @@ def build_store(settings: Settings) -> IncidentStore:
 
 
 def build_notifier(settings: Settings) -> Notifier:
-    if settings.notifier.kind == "file" and settings.notifier.path is not None:
+    """The notifier LOOPBREAKER_NOTIFIER names; secrets must be resolved already."""
+    chat = settings.chatops
+    kind = settings.notifier.kind
+    if kind == "file" and settings.notifier.path is not None:
         return FileNotifier(settings.notifier.path)
+    if kind == "slack":
+        from loopbreaker.chat_clients import SlackNotifier
+
+        assert chat.slack_bot_token is not None and chat.slack_channel is not None
+        return SlackNotifier(
+            chat.slack_bot_token.get(), chat.slack_channel, base_url=chat.slack_api_url
+        )
+    if kind == "google-chat":
+        from loopbreaker.chat_clients import GoogleChatNotifier
+
+        webhook = chat.google_chat_webhook_url
+        return GoogleChatNotifier(
+            webhook_url=webhook.get() if webhook else None,
+            space=chat.google_chat_space,
+            api_url=chat.google_chat_api_url,
+        )
     return LogNotifier()
+
+
+def build_queue(settings: Settings) -> RemediationQueue:
+    """Approved remediation requests go to the topic; locally, without one, to the log."""
+    topic = settings.chatops.remediation_topic
+    if topic is not None:
+        return PubSubQueue(topic)
+    if settings.runtime is Runtime.CLOUD and settings.chatops.approvals_enabled:
+        raise ConfigError(
+            "approvals are on (LOOPBREAKER_ACTION_SIGNING_KEY, LOOPBREAKER_APPROVERS) but "
+            "LOOPBREAKER_REMEDIATION_TOPIC is not set: approved requests would go nowhere"
+        )
+    return LogQueue()
+
+
+def resolve_secrets(settings: Settings) -> Settings:
+    """Read every ``..._SECRET_NAME`` once; a no-op when all secrets are given by value."""
+    from loopbreaker.secrets import resolve
+
+    return resolve(settings)
 
 
 def build_evidence(settings: Settings) -> EvidenceProvider:
@@ -58,20 +103,67 @@ def build_responder(
     notifier: Notifier | None = None,
     evidence: EvidenceProvider | None = None,
     clock: Clock | None = None,
+    queue: RemediationQueue | None = None,
 ) -> Responder:
     """Wire a Responder; every port not given is built from ``settings``."""
-    log = logs.get_logger("bootstrap")
-    if settings.unknown:
-        logs.event(
-            log,
-            logging.WARNING,
-            f"unknown settings ignored: {', '.join(settings.unknown)}",
-            event="unknown_settings",
-        )
+    _warn_unknown(settings)
+    settings = resolve_secrets(settings)
     return Responder(
         settings=settings,
         store=store if store is not None else build_store(settings),
         notifier=notifier if notifier is not None else build_notifier(settings),
         evidence=evidence if evidence is not None else build_evidence(settings),
         clock=clock if clock is not None else system_clock,
+        approvals=Approvals.of(settings),
+        queue=queue if queue is not None else build_queue(settings),
     )
+
+
+def build_chat_actions(
+    settings: Settings,
+    *,
+    store: IncidentStore | None = None,
+    notifier: Notifier | None = None,
+    queue: RemediationQueue | None = None,
+    clock: Clock | None = None,
+    google_chat_request: object = None,
+) -> ChatActions:
+    """Wire the service behind ``on_chat_action``. It can publish, never act on nodes."""
+    from loopbreaker.chatops import ChatActions
+    from loopbreaker.verify import GoogleChatVerifier, SlackVerifier
+
+    _warn_unknown(settings)
+    settings = resolve_secrets(settings)
+    chat = settings.chatops
+    now = clock if clock is not None else system_clock
+    key = chat.action_signing_key
+    return ChatActions(
+        store=store if store is not None else build_store(settings),
+        queue=queue if queue is not None else build_queue(settings),
+        notifier=notifier if notifier is not None else build_notifier(settings),
+        clock=now,
+        signing_key=key.get().encode() if key is not None else None,
+        approvers=chat.approvers,
+        slack=(
+            SlackVerifier(chat.slack_signing_secret.get(), now)
+            if chat.slack_signing_secret is not None
+            else None
+        ),
+        google_chat=(
+            GoogleChatVerifier(
+                chat.google_chat_audience, chat.google_chat_certs_url, request=google_chat_request
+            )
+            if chat.google_chat_audience
+            else None
+        ),
+    )
+
+
+def _warn_unknown(settings: Settings) -> None:
+    if settings.unknown:
+        logs.event(
+            logs.get_logger("bootstrap"),
+            logging.WARNING,
+            f"unknown settings ignored: {', '.join(settings.unknown)}",
+            event="unknown_settings",
+        )

@@ -16,6 +16,7 @@ _COMMAND_MODULES = (
     "loopbreaker.commands.diagnose",
     "loopbreaker.commands.validate",
     "loopbreaker.commands.replay",
+    "loopbreaker.commands.incidents",
 )
 
 

@@ -11,11 +11,14 @@
      +-- SourceUnavailable           a telemetry reader could not answer (auth, network,
      |                               timeout, malformed response); the step degrades
      +-- TransientError              worth a retry by the caller (Pub/Sub redelivery)
- +-- StoreError                  the incident store refused a call for good (permission
- |                               denied, not found, invalid argument): not retried
+     +-- StoreError                  the incident store refused a call for good (permission
+     |                               denied, not found, invalid argument): not retried
      +-- UnsafeToAct                 a safety gate refused a mutation; tell a human
-     +-- ApprovalInvalid             an approval that is forged, expired, replayed or
-                                     for another instance
+     +-- ApprovalInvalid             a chat action that must not be honoured: malformed,
+          |                          tampered, expired or for another request (HTTP 400)
+          +-- Unauthenticated        the chat platform's signature or token does not verify (401)
+          +-- NotAnApprover          the clicking user is not in LOOPBREAKER_APPROVERS (403)
+          +-- AlreadyDecided         the incident is decided, expired or superseded (409)
 
 Adapters wrap library errors with ``raise ... from exc`` so callers only need this tree.
 """
@@ -77,4 +80,24 @@ class UnsafeToAct(LoopbreakerError):
 
 
 class ApprovalInvalid(LoopbreakerError):
-    """An approval that must not be honoured."""
+    """A chat action that must not be honoured; ``http_status`` is the reply it gets."""
+
+    http_status = 400
+
+
+class Unauthenticated(ApprovalInvalid):
+    """The request's platform signature or bearer token is missing, bad or stale."""
+
+    http_status = 401
+
+
+class NotAnApprover(ApprovalInvalid):
+    """The user who clicked may not decide remediations."""
+
+    http_status = 403
+
+
+class AlreadyDecided(ApprovalInvalid):
+    """The incident was decided already, or is no longer awaiting this approval."""
+
+    http_status = 409

@@ -44,7 +44,16 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from loopbreaker.errors import LoopbreakerError
+from loopbreaker.approvals import (
+    ActionRequest,
+    Approval,
+    ApprovalRequest,
+    Decision,
+    Platform,
+    Target,
+    request_id,
+)
+from loopbreaker.errors import AlreadyDecided, ApprovalInvalid, LoopbreakerError
 from loopbreaker.model import (
     DEFAULT_WINDOW,
     HOST_FAULT_KINDS,
@@ -57,6 +66,7 @@ from loopbreaker.model import (
     SignalKind,
 )
 from loopbreaker.settings import (
+    DEFAULT_APPROVAL_TTL,
     DEFAULT_GROUPING_WINDOW,
     DEFAULT_MAX_SIGNALS,
     DEFAULT_SETTLE_TIME,
@@ -145,6 +155,9 @@ class Policy:
     settle_time: timedelta = DEFAULT_SETTLE_TIME
     stale_after: timedelta = DEFAULT_STALE_AFTER
     max_signals: int = DEFAULT_MAX_SIGNALS
+    #: How long an approval request (and its signed buttons) stays valid; None when
+    #: approvals are off (no signing key), so no request is ever opened.
+    approval_ttl: timedelta | None = DEFAULT_APPROVAL_TTL
 
 
 @dataclass(frozen=True, order=True)
@@ -297,9 +310,14 @@ class DiagnosisRecord:
     queries: int
     document: Mapping[str, Any] = field(default_factory=dict)
     ticket_draft: Mapping[str, Any] | None = None
+    #: The node and VM an approval would act on (``isolate_host`` only), or why none.
+    target: Target | None = None
+    target_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "target": self.target.to_dict() if self.target else None,
+            "target_reason": self.target_reason,
             "at": format_rfc3339(self.at),
             "root_cause": self.root_cause,
             "remediation_path": self.remediation_path,
@@ -325,6 +343,8 @@ class DiagnosisRecord:
             queries=int(data.get("queries", 0)),
             document=data.get("document") or {},
             ticket_draft=data.get("ticket_draft"),
+            target=Target.from_dict(data["target"]) if data.get("target") else None,
+            target_reason=data.get("target_reason"),
         )
 
     @classmethod
@@ -336,6 +356,8 @@ class DiagnosisRecord:
         at: datetime,
         signal_revision: int,
         queries: int,
+        target: Target | None = None,
+        target_reason: str | None = None,
     ) -> DiagnosisRecord:
         ticket = document.get("ticket_draft")
         return cls(
@@ -349,6 +371,8 @@ class DiagnosisRecord:
             queries=queries,
             document=document,
             ticket_draft=ticket if isinstance(ticket, Mapping) else None,
+            target=target,
+            target_reason=target_reason,
         )
 
 
@@ -386,6 +410,13 @@ class Incident:
     audit: tuple[AuditEvent, ...] = ()
     #: Audit events dropped between the kept head and tail of the trail.
     audit_dropped: int = 0
+    #: The open approval request (state ``awaiting_approval`` only).
+    approval_request: ApprovalRequest | None = None
+    #: The decision on it, once made: approved or rejected, by whom, when, where.
+    approval: Approval | None = None
+    #: Where the incident's chat message lives (platform, channel and ts, or space and
+    #: message name), so every later post replaces it.
+    chat: Mapping[str, str] | None = None
 
     @property
     def final(self) -> bool:
@@ -438,6 +469,9 @@ class Incident:
             "notifications": self.notifications,
             "audit": [a.to_dict() for a in self.audit],
             "audit_dropped": self.audit_dropped,
+            "approval_request": self.approval_request.to_dict() if self.approval_request else None,
+            "approval": self.approval.to_dict() if self.approval else None,
+            "chat": dict(self.chat) if self.chat else None,
         }
 
     @classmethod
@@ -479,6 +513,13 @@ class Incident:
             notifications=int(data.get("notifications", 0)),
             audit=tuple(AuditEvent.from_dict(a) for a in data.get("audit", ())),
             audit_dropped=int(data.get("audit_dropped", 0)),
+            approval_request=(
+                ApprovalRequest.from_dict(data["approval_request"])
+                if data.get("approval_request")
+                else None
+            ),
+            approval=Approval.from_dict(data["approval"]) if data.get("approval") else None,
+            chat={str(k): str(v) for k, v in data["chat"].items()} if data.get("chat") else None,
         )
 
 
@@ -684,6 +725,8 @@ def transition(
         state=to,
         updated_at=max(incident.updated_at, at),
         expires_at=expires_at,
+        # A request is only ever open while the incident awaits approval.
+        approval_request=incident.approval_request if to is State.AWAITING_APPROVAL else None,
         settle_at=None if to in FINAL_STATES else incident.settle_at,
         revision=incident.revision + 1,
     )
@@ -766,7 +809,9 @@ def apply_diagnosis(
             at=now,
             note=f"{record.remediation_path} needs a human approval",
         )
-        updated = replace(updated, expires_at=now + policy.stale_after)
+        updated = replace(updated, expires_at=now + policy.stale_after, approval_request=None)
+    if updated.state is State.AWAITING_APPROVAL:
+        updated = _open_request(updated, record, now=now, policy=policy)
     return replace(
         updated,
         diagnosis=record,
@@ -774,6 +819,142 @@ def apply_diagnosis(
         queries_spent=incident.queries_spent + record.queries,
         # Signals that arrived while this diagnosis ran keep the incident due.
         settle_at=incident.settle_at if newer > 0 else None,
+    )
+
+
+def _open_request(
+    incident: Incident, record: DiagnosisRecord, *, now: datetime, policy: Policy
+) -> Incident:
+    """Keep, open or withdraw the approval request after a diagnosis.
+
+    The same target keeps its request (the buttons already posted stay valid); another
+    target supersedes it (old buttons are refused), and no target or approvals off means
+    no request at all. An open request sets the incident's deadline.
+    """
+    current = incident.approval_request
+    target = record.target
+    if current is not None and target == current.target:
+        return incident
+    if target is None or policy.approval_ttl is None:
+        return replace(incident, approval_request=None)
+    deadline = now + min(policy.approval_ttl, policy.stale_after)
+    request = ApprovalRequest(
+        id=request_id(incident.id, target, now),
+        action=record.remediation_path,
+        target=target,
+        issued_at=now,
+        expires_at=deadline,
+    )
+    note = (
+        f"approval request {request.id} for node {target.node}, VM {target.instance} "
+        f"(id {target.instance_id}), host {target.physical_host}"
+    )
+    if current is not None:
+        note += f"; supersedes {current.id}"
+    moved = replace(incident, approval_request=request, expires_at=deadline)
+    return append_audit(
+        moved,
+        AuditEvent(now, f"{SYSTEM_ACTOR}:approval", incident.state, incident.state, note),
+    )
+
+
+def decide(
+    incident: Incident,
+    request: ActionRequest,
+    *,
+    decision: Decision,
+    actor: str,
+    platform: Platform,
+    now: datetime,
+    actor_name: str | None = None,
+) -> Incident:
+    """Record a human decision on the incident's open approval request (single use).
+
+    Raises AlreadyDecided (nothing to decide any more: decided, expired, superseded) or
+    ApprovalInvalid (the request is not this incident's, or has expired). Run it inside
+    one store transaction: of concurrent clicks, exactly one finds the request open.
+    """
+    if request.incident_id != incident.id:
+        raise ApprovalInvalid(
+            f"the action request is for incident {request.incident_id}, not {incident.id}"
+        )
+    if incident.approval is not None:
+        who = incident.approval.actor_name or incident.approval.actor
+        raise AlreadyDecided(
+            f"incident {incident.id} was already {incident.approval.decision.value} by {who} "
+            f"via {incident.approval.platform.value} at {format_rfc3339(incident.approval.at)}"
+        )
+    if incident.state is not State.AWAITING_APPROVAL:
+        raise AlreadyDecided(
+            f"incident {incident.id} is {incident.state.value}, not awaiting approval"
+        )
+    open_request = incident.approval_request
+    if open_request is None:
+        raise AlreadyDecided(f"incident {incident.id} has no open approval request")
+    if request.approval_id != open_request.id:
+        raise AlreadyDecided(
+            f"approval request {request.approval_id} was superseded by {open_request.id} "
+            "(the diagnosis changed); use the buttons of the current message"
+        )
+    if not request.matches(incident.id, open_request):
+        raise ApprovalInvalid(
+            f"the action request does not match approval request {open_request.id}"
+        )
+    if open_request.expires_at <= now:
+        raise ApprovalInvalid(
+            f"approval request {open_request.id} expired at "
+            f"{format_rfc3339(open_request.expires_at)}; nothing was changed"
+        )
+    to = State.APPROVED if decision is Decision.APPROVED else State.REJECTED
+    target = open_request.target
+    who = f"{actor_name} ({actor})" if actor_name and actor_name != actor else actor
+    note = (
+        f"{decision.value} by {who} via {platform.value}: {open_request.action} of node "
+        f"{target.node}, VM {target.instance} (id {target.instance_id}), "
+        f"host {target.physical_host}"
+    )
+    moved = transition(incident, to, actor=f"{platform.value}:{actor}", at=now, note=note)
+    approval = Approval(
+        decision=decision,
+        request_id=open_request.id,
+        action=open_request.action,
+        target=target,
+        actor=actor,
+        actor_name=actor_name,
+        platform=platform,
+        at=now,
+        expires_at=open_request.expires_at,
+    )
+    return replace(moved, approval=approval)
+
+
+def mark_published(incident: Incident, at: datetime, message_id: str) -> Incident | None:
+    """The approved remediation request is on its topic; None when nothing to record."""
+    approval = incident.approval
+    if approval is None or approval.decision is not Decision.APPROVED:
+        return None
+    if approval.published_at is not None:
+        return None
+    note = f"remediation request published (message {message_id})"
+    published = replace(
+        incident,
+        approval=replace(approval, published_at=at, published_id=message_id),
+        updated_at=max(incident.updated_at, at),
+        revision=incident.revision + 1,
+    )
+    return append_audit(
+        published, AuditEvent(at, f"{SYSTEM_ACTOR}:approval", incident.state, incident.state, note)
+    )
+
+
+def unpublished(incident: Incident) -> bool:
+    """Approved, but its remediation request is not known to be on the topic yet."""
+    approval = incident.approval
+    return (
+        incident.state is State.APPROVED
+        and approval is not None
+        and approval.decision is Decision.APPROVED
+        and approval.published_at is None
     )
 
 
@@ -802,14 +983,19 @@ def rearm(incident: Incident, at: datetime) -> Incident | None:
     return replace(incident, settle_at=at, revision=incident.revision + 1)
 
 
-def mark_notified(incident: Incident, fingerprint: str) -> Incident | None:
-    if incident.notified_fingerprint == fingerprint:
+def mark_notified(
+    incident: Incident, fingerprint: str, chat: Mapping[str, str] | None = None
+) -> Incident | None:
+    """The message went out; ``chat`` is where it lives now (kept when None)."""
+    where = dict(chat) if chat else incident.chat
+    if incident.notified_fingerprint == fingerprint and where == incident.chat:
         return None
     return replace(
         incident,
         notified_fingerprint=fingerprint,
         notifications=incident.notifications + 1,
         revision=incident.revision + 1,
+        chat=where,
     )
 
 

@@ -14,6 +14,8 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 SPOT_LABELS = ("cloud.google.com/gke-spot", "cloud.google.com/gke-preemptible")
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+#: GKE annotates every node with its VM's numeric id.
+INSTANCE_ID_ANNOTATION = "container.googleapis.com/instance_id"
 
 _PROVIDER_ID = re.compile(r"^gce://(?P<project>[^/]+)/(?P<zone>[^/]+)/(?P<instance>[^/]+)$")
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
@@ -54,6 +56,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         project=project,
         ready=_ready(_map(obj.get("status"))),
         spot=any(labels.get(k) == "true" for k in SPOT_LABELS),
+        instance_id=_instance_id(meta),
     )
 
 
@@ -114,6 +117,11 @@ def _ready(status: Mapping[str, Any]) -> bool | None:
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
             return cond.get("status") == "True"
     return None
+
+
+def _instance_id(meta: Mapping[str, Any]) -> str | None:
+    value = _map(meta.get("annotations")).get(INSTANCE_ID_ANNOTATION)
+    return value if isinstance(value, str) and value.isdigit() else None
 
 
 def _labels(meta: Mapping[str, Any]) -> dict[str, str]:

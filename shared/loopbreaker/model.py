@@ -197,6 +197,8 @@ class NodeInfo:
     project: str | None = None
     ready: bool | None = None
     spot: bool = False
+    #: The VM's numeric id (GKE's ``container.googleapis.com/instance_id`` annotation).
+    instance_id: str | None = None
 
 
 @dataclass(frozen=True)

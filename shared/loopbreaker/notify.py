@@ -3,8 +3,9 @@
 :func:`render` turns an incident into a platform-neutral :class:`Notification` (pure);
 a :class:`Notifier` posts it keyed by incident id, so a second post *replaces* the first.
 Shipped here: :class:`LogNotifier` (a structured log line; also the dry-run choice) and
-:class:`FileNotifier` (one JSON file per incident, used by tests). Chat notifiers come
-later and implement the same one-method port.
+:class:`FileNotifier` (one JSON file per incident, used by tests); the Slack and Google
+Chat notifiers (:mod:`loopbreaker.chat_clients`) implement the same one-method port and
+lay the message out with :mod:`loopbreaker.chat_render`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from loopbreaker.approvals import ActionRequest, sign_token
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
 from loopbreaker.logs import event, get_logger
@@ -38,13 +40,44 @@ _SEVERITY = {
 
 
 @dataclass(frozen=True)
+class ApprovalPrompt:
+    """The Approve / Reject buttons of an incident awaiting approval."""
+
+    token: str
+    request_id: str
+    node: str
+    instance: str
+    instance_id: str
+    zone: str
+    project: str
+    physical_host: str
+    expires_at: str
+
+
+@dataclass(frozen=True)
 class Notification:
+    """What a reader sees of an incident, platform-neutral; renderers lay it out."""
+
     incident_id: str
     title: str
     text: str
     severity: str
     state: str
     fields: Mapping[str, str] = field(default_factory=dict)
+    #: ``root_cause -> remediation_path`` once diagnosed.
+    verdict: str = ""
+    summary: str = ""
+    #: (label, value) pairs: cluster, workload, restart increase, interruptions, ...
+    facts: tuple[tuple[str, str], ...] = ()
+    #: The host/node table: one row per suspect host.
+    hosts: tuple[Mapping[str, str], ...] = ()
+    excerpts: tuple[str, ...] = ()
+    queries: tuple[str, ...] = ()
+    ticket: Mapping[str, Any] | None = None
+    recommendations: tuple[str, ...] = ()
+    approval: ApprovalPrompt | None = None
+    #: Why there are no buttons, or what was decided.
+    approval_note: str | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -57,13 +90,31 @@ class Notification:
 
 
 class Notifier(Protocol):
-    def post(self, notification: Notification) -> None:
-        """Create the incident's message, or replace it; TransientError if it could not."""
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
+        """Create the incident's message, or replace the one at ``where``.
+
+        Returns where the message lives now (stored on the incident for the next post),
+        or None when there is nothing to remember. TransientError if it could not post.
+        """
         ...
 
 
-def render(incident: Incident) -> Notification:
-    """The message for an incident in its current state (pure)."""
+#: Shown in messages: how many queries, excerpts and host rows at most.
+MAX_QUERIES = 4
+MAX_EXCERPTS = 5
+MAX_HOST_ROWS = 5
+
+
+def render(
+    incident: Incident, *, signing_key: bytes | None = None, approvals_off: str | None = None
+) -> Notification:
+    """The message for an incident in its current state (pure).
+
+    With ``signing_key``, an open approval request becomes signed Approve / Reject
+    buttons; without one (``approvals_off`` says why) the message says approvals are off.
+    """
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}"
     cluster = incident.cluster or "unknown cluster"
@@ -83,6 +134,23 @@ def render(incident: Incident) -> Notification:
         "key": str(key),
         "signals": str(incident.signal_count),
     }
+    facts: list[tuple[str, str]] = [("Cluster", cluster)]
+    if incident.workloads:
+        facts.append(("Workload", _short(incident.workloads, 3)))
+    elif incident.node_pools:
+        facts.append(("Node pool", _short(incident.node_pools, 3)))
+    facts.append(("Signals", f"{incident.signal_count} ({counts})" if counts else "0"))
+    document: Mapping[str, Any] = diagnosis.document if diagnosis else {}
+    increase = document.get("restart_increase")
+    if isinstance(increase, int | float):
+        total = document.get("restart_total")
+        lifetime = f" (lifetime {total:g})" if isinstance(total, int | float) else ""
+        facts.append(("Restarts in window", f"+{increase:g}{lifetime}"))
+    interruptions = {k: n for k, n in incident.counts.items() if k in _INTERRUPTIONS}
+    if interruptions:
+        facts.append(
+            ("Interruptions", ", ".join(f"{n} {k}" for k, n in sorted(interruptions.items())))
+        )
     if diagnosis:
         lines.append(diagnosis.summary)
         lines.append(f"Remediation: {diagnosis.remediation_path}.")
@@ -92,10 +160,13 @@ def render(incident: Incident) -> Notification:
             fields["suspect_hosts"] = ", ".join(diagnosis.suspect_hosts)
         if diagnosis.ticket_draft:
             lines.append(f"Support ticket draft: {diagnosis.ticket_draft.get('title')}.")
+    prompt, note = _approval(incident, signing_key, approvals_off)
     if incident.state is State.AWAITING_APPROVAL and incident.expires_at:
         lines.append(f"Needs approval before {format_rfc3339(incident.expires_at)}.")
     if incident.state is State.EXPIRED:
         lines.append("The approval request expired; nothing was changed.")
+    if note:
+        lines.append(note)
     return Notification(
         incident_id=incident.id,
         title=f"[{incident.state.value}] {cause}: {where} in {cluster}",
@@ -103,7 +174,117 @@ def render(incident: Incident) -> Notification:
         severity=_SEVERITY[incident.state],
         state=incident.state.value,
         fields=fields,
+        verdict=f"{diagnosis.root_cause} -> {diagnosis.remediation_path}" if diagnosis else "",
+        summary=diagnosis.summary if diagnosis else "",
+        facts=tuple(facts),
+        hosts=_host_rows(document),
+        excerpts=_excerpts(document),
+        queries=_queries(document),
+        ticket=_ticket(diagnosis.ticket_draft) if diagnosis and diagnosis.ticket_draft else None,
+        recommendations=_recommendations(document),
+        approval=prompt,
+        approval_note=note,
     )
+
+
+_INTERRUPTIONS = frozenset(
+    {"preemption", "maintenance", "termination", "host_error", "automatic_restart"}
+)
+
+
+def _approval(
+    incident: Incident, signing_key: bytes | None, approvals_off: str | None
+) -> tuple[ApprovalPrompt | None, str | None]:
+    decided = incident.approval
+    if decided is not None:
+        who = decided.actor_name or decided.actor
+        text = (
+            f"{decided.decision.value.capitalize()} by {who} via {decided.platform.value} at "
+            f"{format_rfc3339(decided.at)}."
+        )
+        if decided.decision.value == "approved":
+            text += (
+                " Remediation request published."
+                if decided.published_at
+                else " Remediation request not published yet (retried every minute)."
+            )
+        return None, text
+    if incident.state is not State.AWAITING_APPROVAL:
+        return None, None
+    request = incident.approval_request
+    if request is None:
+        reason = (incident.diagnosis.target_reason if incident.diagnosis else None) or (
+            approvals_off
+        )
+        return None, f"Approvals are off for this incident: {reason or 'no target to approve'}."
+    if signing_key is None:
+        return None, f"Approvals are off: {approvals_off or 'no signing key is configured'}."
+    token = sign_token(ActionRequest.of(incident.id, request), signing_key)
+    t = request.target
+    prompt = ApprovalPrompt(
+        token=token,
+        request_id=request.id,
+        node=t.node,
+        instance=t.instance,
+        instance_id=t.instance_id,
+        zone=t.zone,
+        project=t.project,
+        physical_host=t.physical_host,
+        expires_at=format_rfc3339(request.expires_at),
+    )
+    return prompt, None
+
+
+def _host_rows(document: Mapping[str, Any]) -> tuple[Mapping[str, str], ...]:
+    rows = []
+    for suspect in _dicts(document.get("suspect_hosts"))[:MAX_HOST_ROWS]:
+        rows.append(
+            {
+                "host": str(suspect.get("host", "")),
+                "nodes": ", ".join(str(n) for n in suspect.get("nodes") or ()),
+                "failures": str(suspect.get("failures", "")),
+                "zone": str(suspect.get("zone") or ""),
+                "last_failure": str(suspect.get("last_failure") or ""),
+            }
+        )
+    return tuple(rows)
+
+
+def _excerpts(document: Mapping[str, Any]) -> tuple[str, ...]:
+    ticket = document.get("ticket_draft")
+    if isinstance(ticket, Mapping) and ticket.get("excerpts"):
+        return tuple(str(e) for e in ticket["excerpts"][:MAX_EXCERPTS])
+    found = [str(f.get("message")) for f in _dicts(document.get("evidence")) if f.get("supports")]
+    return tuple(found[:MAX_EXCERPTS])
+
+
+def _queries(document: Mapping[str, Any]) -> tuple[str, ...]:
+    texts: list[str] = []
+    for step in _dicts(document.get("steps")):
+        for query in _dicts(step.get("queries")):
+            if not query.get("deprecated") and isinstance(query.get("text"), str):
+                texts.append(f"{query.get('language', '')}: {query['text']}")
+    return tuple(texts[:MAX_QUERIES])
+
+
+def _recommendations(document: Mapping[str, Any]) -> tuple[str, ...]:
+    remediation = document.get("remediation")
+    if not isinstance(remediation, Mapping):
+        return ()
+    return tuple(str(a) for a in remediation.get("actions") or ())
+
+
+def _ticket(draft: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {
+        "title": str(draft.get("title", "")),
+        "summary": str(draft.get("summary", "")),
+        "physical_host": str(draft.get("physical_host", "")),
+        "requested_action": str(draft.get("requested_action", "")),
+    }
+
+
+def _dicts(value: object) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _short(names: tuple[str, ...], limit: int = 5) -> str:
@@ -117,7 +298,9 @@ class LogNotifier:
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self._logger = logger or get_logger("notify")
 
-    def post(self, notification: Notification) -> None:
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
         event(
             self._logger,
             logging.INFO,
@@ -127,7 +310,10 @@ class LogNotifier:
             text=notification.text,
             notification_severity=notification.severity,
             fingerprint=notification.fingerprint,
+            approval_note=notification.approval_note,
+            approval_request=notification.approval.request_id if notification.approval else None,
         )
+        return None
 
 
 class FileNotifier:
@@ -140,7 +326,9 @@ class FileNotifier:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
 
-    def post(self, notification: Notification) -> None:
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
         body = json.dumps(notification.to_dict(), indent=2, sort_keys=True)
         line = json.dumps(
             {"incident_id": notification.incident_id, "fingerprint": notification.fingerprint}
@@ -157,6 +345,7 @@ class FileNotifier:
             raise TransientError(
                 f"cannot write the message of {notification.incident_id}: {exc}"
             ) from exc
+        return None
 
     def messages(self) -> dict[str, dict[str, Any]]:
         """The current message of every incident."""

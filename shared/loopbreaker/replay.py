@@ -21,7 +21,7 @@ from loopbreaker.envelope import Delivery, UndecodableMessage, decode
 from loopbreaker.errors import InvalidContext, InvalidInput
 from loopbreaker.evidence import EvidenceProvider, TelemetryDirEvidence
 from loopbreaker.incidents import Incident
-from loopbreaker.notify import LogNotifier, Notifier
+from loopbreaker.notify import Notifier
 from loopbreaker.service import Responder, SettleReport, Status
 from loopbreaker.settings import Settings, StoreKind, StoreSpec
 from loopbreaker.store.sqlite import SqliteStore
@@ -102,6 +102,7 @@ def incident_summary(incident: Incident) -> dict[str, Any]:
         "queries_spent": incident.queries_spent,
         "notifications": incident.notifications,
         "expires_at": format_rfc3339(incident.expires_at) if incident.expires_at else None,
+        "approval": incident.approval.to_dict() if incident.approval else None,
     }
 
 
@@ -203,7 +204,8 @@ def run(
         responder = build_responder(
             local,
             store=store,
-            notifier=notifier or LogNotifier(),
+            # The notifier LOOPBREAKER_NOTIFIER names (the console by default).
+            notifier=notifier,
             evidence=evidence,
             clock=clock,
         )

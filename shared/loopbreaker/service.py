@@ -23,15 +23,22 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import partial
 from typing import Any
 
 from loopbreaker import engine, incidents, notify, render
+from loopbreaker.approvals import choose_target
 from loopbreaker.classify import classify
 from loopbreaker.envelope import Delivery
-from loopbreaker.errors import InvalidContext, InvalidInput, InvalidLogEntry, TransientError
+from loopbreaker.errors import (
+    ConfigError,
+    InvalidContext,
+    InvalidInput,
+    InvalidLogEntry,
+    TransientError,
+)
 from loopbreaker.evidence import EvidenceProvider, QueryBudget
 from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Policy
 from loopbreaker.logs import event, get_logger
@@ -45,6 +52,7 @@ from loopbreaker.model import (
     SourceStatus,
 )
 from loopbreaker.notify import Notifier
+from loopbreaker.remediation_queue import LogQueue, RemediationQueue, publish_approved
 from loopbreaker.settings import Settings
 from loopbreaker.store.base import IncidentStore
 from loopbreaker.timeutil import parse_rfc3339
@@ -77,11 +85,17 @@ class Outcome:
     reason: str | None = None
 
 
+#: An approval whose remediation request is still unpublished this long after the
+#: decision is published by ``settle`` (the chat action had its chance first).
+PUBLISH_RETRY_AFTER = timedelta(seconds=30)
+
+
 @dataclass
 class SettleReport:
     diagnosed: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
     notified: list[str] = field(default_factory=list)
+    published: list[str] = field(default_factory=list)
     failed: list[dict[str, str]] = field(default_factory=list)
     pruned: int = 0
 
@@ -90,17 +104,37 @@ class SettleReport:
             "diagnosed": self.diagnosed,
             "expired": self.expired,
             "notified": self.notified,
+            "published": self.published,
             "failed": self.failed,
             "pruned": self.pruned,
         }
 
 
-def policy_of(settings: Settings) -> Policy:
+@dataclass(frozen=True)
+class Approvals:
+    """How approval buttons are made: the signing key (resolved), or why they are off."""
+
+    signing_key: bytes | None = None
+    off_reason: str | None = "LOOPBREAKER_ACTION_SIGNING_KEY is not set"
+
+    @classmethod
+    def of(cls, settings: Settings) -> Approvals:
+        chat = settings.chatops
+        if chat.action_signing_key is None:
+            return cls(None, "LOOPBREAKER_ACTION_SIGNING_KEY is not set")
+        if not chat.approvers:
+            return cls(None, "LOOPBREAKER_APPROVERS is empty")
+        return cls(chat.action_signing_key.get().encode(), None)
+
+
+def policy_of(settings: Settings, approvals: Approvals | None = None) -> Policy:
+    enabled = approvals is not None and approvals.signing_key is not None
     return Policy(
         grouping_window=settings.grouping_window,
         settle_time=settings.settle_time,
         stale_after=settings.stale_after,
         max_signals=settings.max_signals,
+        approval_ttl=settings.chatops.approval_ttl if enabled else None,
     )
 
 
@@ -118,15 +152,20 @@ class Responder:
         diagnose: Diagnose = engine.diagnose,
         render_diagnosis: RenderDiagnosis = render.diagnosis_to_dict,
         logger: logging.Logger | None = None,
+        approvals: Approvals | None = None,
+        queue: RemediationQueue | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.notifier = notifier
         self.evidence = evidence
         self.clock = clock
+        self.approvals = approvals or Approvals()
+        self.queue: RemediationQueue = queue or LogQueue()
         self._diagnose = diagnose
         self._render = render_diagnosis
-        self._policy = policy_of(settings)
+        self._policy = policy_of(settings, self.approvals)
+        self._notifier_misconfigured = False
         self._log = logger or get_logger("responder")
         self._lock = threading.Lock()
         #: Outcome counts since start (accepted, duplicate, rejected, ignored, ...).
@@ -267,6 +306,7 @@ class Responder:
         for incident_id in self.store.due(now, batch):
             work = partial(self._settle_one, incident_id, now, report)
             self._isolated(incident_id, report, work, now)
+        self._publish_pending(now, report)
         report.pruned = self.store.prune(now - self.settings.dedup_retention)
         return report
 
@@ -350,12 +390,15 @@ class Responder:
         history = self.store.host_history(names, exclude_incident=incident_id)
         evidence = merge_evidence(evidence, signals, history)
         diagnosis = self._diagnose(context, evidence)
+        choice = choose_target(diagnosis, signals, evidence.nodes or (), cluster=incident.cluster)
         record = DiagnosisRecord.from_diagnosis(
             diagnosis,
             self._render(diagnosis),
             at=now,
             signal_revision=incident.signal_revision,
             queries=budget.spent,
+            target=choice.target,
+            target_reason=choice.reason,
         )
         # Before the diagnosis is stored (which ends the lease): if this fails, the lease
         # runs out and the next settle does it all again. Record ids are deterministic,
@@ -387,11 +430,15 @@ class Responder:
         self._notify(stored.incident, report)
 
     def _notify(self, incident: Incident, report: SettleReport) -> None:
-        message = notify.render(incident)
+        message = notify.render(
+            incident,
+            signing_key=self.approvals.signing_key,
+            approvals_off=self.approvals.off_reason,
+        )
         if message.fingerprint == incident.notified_fingerprint:
             return
         try:
-            self.notifier.post(message)
+            where = self.notifier.post(message, incident.chat)
         except TransientError:
             # Keep the incident due, so a later settle notifies again (the diagnosis is
             # stored either way; only the message is missing). A live incident is then
@@ -399,9 +446,41 @@ class Responder:
             retry_at = self.clock() + self.settings.settle_time
             self.store.update(incident.id, lambda i: incidents.rearm(i, retry_at))
             raise
-        self.store.update(incident.id, lambda i: incidents.mark_notified(i, message.fingerprint))
+        except ConfigError as exc:
+            # A bad token or channel: every post fails the same way until the settings
+            # are fixed. Say so once per instance; the diagnosis itself is stored.
+            if not self._notifier_misconfigured:
+                self._notifier_misconfigured = True
+                event(
+                    self._log,
+                    logging.ERROR,
+                    f"notifier misconfigured, messages are not sent: {exc}",
+                    event="notifier_misconfigured",
+                    reason=str(exc),
+                )
+            report.failed.append({"incident_id": incident.id, "reason": str(exc)})
+            return
+        self.store.update(
+            incident.id, lambda i: incidents.mark_notified(i, message.fingerprint, where)
+        )
         report.notified.append(incident.id)
         self._count("notified")
+
+    def _publish_pending(self, now: datetime, report: SettleReport) -> None:
+        """Publish approvals whose chat action could not (the outbox of on_chat_action)."""
+        for incident in self.store.list_incidents(states={incidents.State.APPROVED}):
+            if not incidents.unpublished(incident) or incident.approval is None:
+                continue
+            if incident.approval.at > now - PUBLISH_RETRY_AFTER:
+                continue
+            message_id, updated = publish_approved(self.store, self.queue, incident, now, self._log)
+            if message_id is None:
+                report.failed.append(
+                    {"incident_id": incident.id, "reason": "remediation request not published"}
+                )
+                continue
+            report.published.append(incident.id)
+            self._notify(updated, report)
 
 
 def merge_evidence(

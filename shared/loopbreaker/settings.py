@@ -8,12 +8,13 @@ instead of on the first event. Every default is a named module constant below.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 
+from loopbreaker.approvals import parse_approvers
 from loopbreaker.errors import ConfigError
 
 PREFIX = "LOOPBREAKER_"
@@ -39,6 +40,17 @@ DEFAULT_FIRESTORE_DATABASE = "(default)"
 DEFAULT_COLLECTION_PREFIX = "loopbreaker"
 DEFAULT_NOTIFIER = "log"
 DEFAULT_LOG_LEVEL = "INFO"
+#: How long an approval request (and the signed action request in its buttons) is valid.
+DEFAULT_APPROVAL_TTL = timedelta(minutes=30)
+#: Approval requests may not outlive this, however LOOPBREAKER_APPROVAL_TTL is set.
+MAX_APPROVAL_TTL = timedelta(hours=24)
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+DEFAULT_GOOGLE_CHAT_CERTS_URL = (
+    "https://www.googleapis.com/service_accounts/v1/metadata/x509/chat@system.gserviceaccount.com"
+)
+DEFAULT_GOOGLE_CHAT_API_URL = "https://chat.googleapis.com"
+#: The minimum length of LOOPBREAKER_ACTION_SIGNING_KEY (an HMAC key is as strong as it is long).
+MIN_SIGNING_KEY_LENGTH = 16
 
 _LIMITS = {"MAX_SIGNALS": (1, 10_000), "QUERY_BUDGET": (0, 1_000), "SETTLE_BATCH": (1, 1_000)}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
@@ -72,8 +84,61 @@ class StoreSpec:
 
 @dataclass(frozen=True)
 class NotifierSpec:
-    kind: str  # "log" or "file"
+    kind: str  # "log", "file", "slack" or "google-chat"
     path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret given by value, or by Secret Manager version name (resolved at start).
+
+    Its value never appears in ``repr()`` (settings get logged and printed in tracebacks).
+    """
+
+    value: str | None = None
+    name: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Secret(name={self.name!r})" if self.name else "Secret(<value>)"
+
+    def get(self) -> str:
+        if self.value is None:
+            raise ConfigError(f"secret {self.name} was not resolved before use")
+        return self.value
+
+
+@dataclass(frozen=True)
+class ChatOps:
+    """Chat notifiers, verification of clicks, approvals and the remediation topic."""
+
+    slack_bot_token: Secret | None = None
+    slack_channel: str | None = None
+    slack_signing_secret: Secret | None = None
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+    google_chat_webhook_url: Secret | None = None
+    google_chat_space: str | None = None
+    google_chat_audience: str | None = None
+    google_chat_certs_url: str = DEFAULT_GOOGLE_CHAT_CERTS_URL
+    google_chat_api_url: str = DEFAULT_GOOGLE_CHAT_API_URL
+    approvers: frozenset[str] = frozenset()
+    action_signing_key: Secret | None = None
+    approval_ttl: timedelta = DEFAULT_APPROVAL_TTL
+    remediation_topic: str | None = None
+
+    @property
+    def approvals_enabled(self) -> bool:
+        """Buttons are shown only when clicks can be verified and someone may click."""
+        return self.action_signing_key is not None and bool(self.approvers)
+
+    def secrets(self) -> dict[str, Secret]:
+        """Every secret setting that is set, by field name."""
+        found = {
+            "slack_bot_token": self.slack_bot_token,
+            "slack_signing_secret": self.slack_signing_secret,
+            "google_chat_webhook_url": self.google_chat_webhook_url,
+            "action_signing_key": self.action_signing_key,
+        }
+        return {k: v for k, v in found.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -97,6 +162,7 @@ class Settings:
     live_sources: bool = False
     telemetry_dir: Path | None = None
     notifier: NotifierSpec = NotifierSpec(DEFAULT_NOTIFIER)
+    chatops: ChatOps = ChatOps()
     log_level: str = DEFAULT_LOG_LEVEL
     #: ``LOOPBREAKER_*`` names that are set but unknown (typos); logged at start-up.
     unknown: tuple[str, ...] = ()
@@ -187,7 +253,82 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_NOTIFIER",
         f"`{DEFAULT_NOTIFIER}`",
-        "`log` (structured log line) or `file:DIR` (one JSON file per incident).",
+        "`slack`, `google-chat`, `log` (structured log line) or `file:DIR` (one JSON file "
+        "per incident).",
+    ),
+    Variable(
+        "LOOPBREAKER_SLACK_BOT_TOKEN",
+        "none",
+        "Bot token (`xoxb-…`) for `chat.postMessage` / `chat.update`; needed by `slack`.",
+    ),
+    Variable("LOOPBREAKER_SLACK_CHANNEL", "none", "Channel id the incident messages go to."),
+    Variable(
+        "LOOPBREAKER_SLACK_SIGNING_SECRET",
+        "none",
+        "Verifies `X-Slack-Signature` on button clicks; without it Slack clicks get 401.",
+    ),
+    Variable(
+        "LOOPBREAKER_SLACK_API_URL",
+        f"`{DEFAULT_SLACK_API_URL}`",
+        "Slack Web API base URL (tests and gateways point it elsewhere).",
+    ),
+    Variable(
+        "LOOPBREAKER_GOOGLE_CHAT_WEBHOOK_URL",
+        "none",
+        "Incoming webhook of a Google Chat space (one thread per incident).",
+    ),
+    Variable(
+        "LOOPBREAKER_GOOGLE_CHAT_SPACE",
+        "none",
+        "`spaces/…`: post and update cards through the Chat API as the Chat app instead.",
+    ),
+    Variable(
+        "LOOPBREAKER_GOOGLE_CHAT_AUDIENCE",
+        "none",
+        "Audience of Google Chat's bearer tokens (the app's project number or endpoint "
+        "URL); without it Google Chat clicks get 401.",
+    ),
+    Variable(
+        "LOOPBREAKER_GOOGLE_CHAT_CERTS_URL",
+        "Google's certificates of `chat@system.gserviceaccount.com`",
+        "Where the keys that sign Google Chat's tokens are fetched from.",
+    ),
+    Variable(
+        "LOOPBREAKER_GOOGLE_CHAT_API_URL",
+        f"`{DEFAULT_GOOGLE_CHAT_API_URL}`",
+        "Chat API base URL (with `LOOPBREAKER_GOOGLE_CHAT_SPACE`).",
+    ),
+    Variable(
+        "LOOPBREAKER_APPROVERS",
+        "none",
+        "Comma-separated Slack user ids and/or Google Chat emails who may approve or reject; "
+        "none: approvals are off.",
+    ),
+    Variable(
+        "LOOPBREAKER_ACTION_SIGNING_KEY",
+        "none",
+        f"HMAC-SHA256 key (at least {MIN_SIGNING_KEY_LENGTH} characters) that signs the action "
+        "request in every button; none: no buttons, the message says approvals are off.",
+    ),
+    Variable(
+        "LOOPBREAKER_APPROVAL_TTL",
+        "`30m`",
+        "How long an approval request and its buttons are valid (at most `24h`, and never "
+        "longer than `LOOPBREAKER_STALE_AFTER`); then the incident becomes `expired`.",
+    ),
+    Variable(
+        "LOOPBREAKER_REMEDIATION_TOPIC",
+        "none",
+        "`projects/P/topics/T` (or `T` with a project) that approved remediation requests are "
+        "published to; required by `on_chat_action` in Cloud Functions, locally they are "
+        "logged.",
+    ),
+    Variable(
+        "LOOPBREAKER_<SECRET>_SECRET_NAME",
+        "none",
+        "For `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, `GOOGLE_CHAT_WEBHOOK_URL` and "
+        "`ACTION_SIGNING_KEY`: a Secret Manager version "
+        "(`projects/P/secrets/S/versions/V`) read once at start instead of the value.",
     ),
     Variable(
         "LOOPBREAKER_LOG_LEVEL",
@@ -195,7 +336,21 @@ VARIABLES: tuple[Variable, ...] = (
         "`DEBUG`, `INFO`, `WARNING` or `ERROR`.",
     ),
 )
-_KNOWN = frozenset(v.name for v in VARIABLES)
+_SECRET_VARIABLES = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "GOOGLE_CHAT_WEBHOOK_URL",
+    "ACTION_SIGNING_KEY",
+)
+_KNOWN = frozenset(
+    {v.name for v in VARIABLES if "<" not in v.name}
+    | {f"{PREFIX}{name}_SECRET_NAME" for name in _SECRET_VARIABLES}
+)
+_SECRET_NAME = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
+_TOPIC = re.compile(r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][\w.~+%-]{2,254}$")
+_BARE_TOPIC = re.compile(r"^[A-Za-z][\w.~+%-]{2,254}$")
+_SPACE = re.compile(r"^spaces/[A-Za-z0-9_-]+$")
+_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 
 
 def load_settings(
@@ -231,6 +386,8 @@ def load_settings(
             raise ConfigError(f"{PREFIX}{name}: must be longer than zero")
     if retention < timedelta(days=1):
         raise ConfigError(f"{PREFIX}DEDUP_RETENTION: must be at least 1d to cover redeliveries")
+    notifier = _notifier(get("NOTIFIER") or DEFAULT_NOTIFIER)
+    chatops = _chatops(get, project, notifier)
     return Settings(
         runtime=runtime,
         store=_store(get("STORE") or store_default),
@@ -247,7 +404,8 @@ def load_settings(
         dry_run=_bool("DRY_RUN", get("DRY_RUN"), True),
         live_sources=_bool("LIVE_SOURCES", get("LIVE_SOURCES"), runtime is Runtime.CLOUD),
         telemetry_dir=Path(telemetry) if telemetry else None,
-        notifier=_notifier(get("NOTIFIER") or DEFAULT_NOTIFIER),
+        notifier=notifier,
+        chatops=chatops,
         log_level=log_level,
         unknown=tuple(sorted(k for k in environ if k.startswith(PREFIX) and k not in known)),
     )
@@ -303,11 +461,103 @@ def _store(raw: str) -> StoreSpec:
 
 
 def _notifier(raw: str) -> NotifierSpec:
-    if raw == "log":
-        return NotifierSpec("log")
+    if raw in ("log", "slack", "google-chat"):
+        return NotifierSpec(raw)
     if raw.startswith("file:") and raw[len("file:") :].strip():
         return NotifierSpec("file", Path(raw[len("file:") :].strip()).expanduser())
-    raise ConfigError(f"{PREFIX}NOTIFIER={raw!r}: expected 'log' or 'file:DIR'")
+    raise ConfigError(
+        f"{PREFIX}NOTIFIER={raw!r}: expected 'slack', 'google-chat', 'log' or 'file:DIR'"
+    )
+
+
+def _secret(get: Callable[[str], str | None], name: str) -> Secret | None:
+    value = get(name)
+    secret_name = get(f"{name}_SECRET_NAME")
+    if value is not None and secret_name is not None:
+        raise ConfigError(f"{PREFIX}{name} and {PREFIX}{name}_SECRET_NAME are both set: use one")
+    if secret_name is not None:
+        if not _SECRET_NAME.match(secret_name):
+            raise ConfigError(
+                f"{PREFIX}{name}_SECRET_NAME={secret_name!r}: expected "
+                "projects/PROJECT/secrets/SECRET/versions/VERSION"
+            )
+        return Secret(name=secret_name)
+    return Secret(value=value) if value is not None else None
+
+
+def _url(get: Callable[[str], str | None], name: str, default: str) -> str:
+    raw = get(name) or default
+    if not _URL.match(raw):
+        raise ConfigError(f"{PREFIX}{name}={raw!r}: expected an http(s) URL")
+    return raw
+
+
+def _chatops(
+    get: Callable[[str], str | None], project: str | None, notifier: NotifierSpec
+) -> ChatOps:
+    key = _secret(get, "ACTION_SIGNING_KEY")
+    if key is not None and key.value is not None and len(key.value) < MIN_SIGNING_KEY_LENGTH:
+        raise ConfigError(
+            f"{PREFIX}ACTION_SIGNING_KEY: at least {MIN_SIGNING_KEY_LENGTH} characters, "
+            f"got {len(key.value)}"
+        )
+    try:
+        approvers = parse_approvers(get("APPROVERS") or "")
+    except ValueError as exc:
+        raise ConfigError(f"{PREFIX}APPROVERS: {exc}") from exc
+    ttl = _duration("APPROVAL_TTL", get("APPROVAL_TTL"), DEFAULT_APPROVAL_TTL)
+    if not timedelta(0) < ttl <= MAX_APPROVAL_TTL:
+        raise ConfigError(f"{PREFIX}APPROVAL_TTL: must be longer than zero and at most 24h")
+    slack_api = _url(get, "SLACK_API_URL", DEFAULT_SLACK_API_URL)
+    chat = ChatOps(
+        slack_bot_token=_secret(get, "SLACK_BOT_TOKEN"),
+        slack_channel=get("SLACK_CHANNEL"),
+        slack_signing_secret=_secret(get, "SLACK_SIGNING_SECRET"),
+        # slack_sdk joins method names onto the base URL: it must end in a slash.
+        slack_api_url=slack_api if slack_api.endswith("/") else slack_api + "/",
+        google_chat_webhook_url=_secret(get, "GOOGLE_CHAT_WEBHOOK_URL"),
+        google_chat_space=get("GOOGLE_CHAT_SPACE"),
+        google_chat_audience=get("GOOGLE_CHAT_AUDIENCE"),
+        google_chat_certs_url=_url(get, "GOOGLE_CHAT_CERTS_URL", DEFAULT_GOOGLE_CHAT_CERTS_URL),
+        google_chat_api_url=_url(get, "GOOGLE_CHAT_API_URL", DEFAULT_GOOGLE_CHAT_API_URL),
+        approvers=approvers,
+        action_signing_key=key,
+        approval_ttl=ttl,
+        remediation_topic=_topic(get("REMEDIATION_TOPIC"), project),
+    )
+    webhook = chat.google_chat_webhook_url
+    if webhook is not None and webhook.value is not None and not _URL.match(webhook.value):
+        raise ConfigError(f"{PREFIX}GOOGLE_CHAT_WEBHOOK_URL: expected an http(s) URL")
+    if chat.google_chat_space is not None and not _SPACE.match(chat.google_chat_space):
+        raise ConfigError(
+            f"{PREFIX}GOOGLE_CHAT_SPACE={chat.google_chat_space!r}: expected spaces/NAME"
+        )
+    if notifier.kind == "slack":
+        needed = (("SLACK_BOT_TOKEN", chat.slack_bot_token), ("SLACK_CHANNEL", chat.slack_channel))
+        missing = [f"{PREFIX}{n}" for n, v in needed if v is None]
+        if missing:
+            raise ConfigError(f"{PREFIX}NOTIFIER=slack needs {' and '.join(missing)}")
+    if notifier.kind == "google-chat" and (webhook is None) == (chat.google_chat_space is None):
+        raise ConfigError(
+            f"{PREFIX}NOTIFIER=google-chat needs exactly one of {PREFIX}GOOGLE_CHAT_WEBHOOK_URL "
+            f"and {PREFIX}GOOGLE_CHAT_SPACE"
+        )
+    return chat
+
+
+def _topic(raw: str | None, project: str | None) -> str | None:
+    if raw is None:
+        return None
+    if _TOPIC.match(raw):
+        return raw
+    if _BARE_TOPIC.match(raw) and "/" not in raw:
+        if project is None:
+            raise ConfigError(
+                f"{PREFIX}REMEDIATION_TOPIC={raw!r}: a bare topic name needs "
+                f"{PREFIX}PROJECT or GOOGLE_CLOUD_PROJECT; or give projects/P/topics/T"
+            )
+        return f"projects/{project}/topics/{raw}"
+    raise ConfigError(f"{PREFIX}REMEDIATION_TOPIC={raw!r}: expected projects/P/topics/T")
 
 
 def markdown_table() -> str:
