@@ -314,3 +314,19 @@ class RecordingSleep:
 
     def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+class FakeQueue:
+    """RemediationQueue that records what was published; ``fail`` raises per call, in order."""
+
+    def __init__(self, fail: list[Exception] | None = None) -> None:
+        self.published: list[dict[str, object]] = []
+        self.fail = list(fail or [])
+        self._lock = threading.Lock()
+
+    def publish(self, request: Mapping[str, object]) -> str:
+        with self._lock:
+            if self.fail:
+                raise self.fail.pop(0)
+            self.published.append(dict(request))
+            return f"fake-{len(self.published)}"

@@ -465,3 +465,63 @@ def test_firestore_maps_transient_errors_and_keeps_conflicts_for_the_retry_loop(
     # ... but outside a conditioned commit a failed precondition is a StoreError.
     with pytest.raises(StoreError):
         _firestore(gexc.FailedPrecondition("needs an index")).get("inc-1")
+
+
+def test_concurrent_decisions_on_one_approval_request_record_exactly_one(
+    store_factory: StoreFactory,
+) -> None:
+    from loopbreaker.approvals import ActionRequest, Decision, Platform, Target
+    from loopbreaker.errors import AlreadyDecided
+    from loopbreaker.incidents import DiagnosisRecord
+
+    handles = [store_factory() for _ in range(4)]
+    opened = handles[0].ingest(arrival("h1"))
+    assert opened.incident is not None
+    target = Target("gke-n-1", "gke-n-1", "4242", "us-east5-a", "proj", "host-1")
+    record = DiagnosisRecord(
+        at=T0,
+        root_cause="faulty_host",
+        remediation_path="isolate_host",
+        requires_approval=True,
+        summary="",
+        suspect_hosts=("host-1",),
+        signal_revision=opened.incident.signal_revision,
+        queries=0,
+        target=target,
+    )
+    policy = dataclasses.replace(POLICY, approval_ttl=timedelta(minutes=30))
+    asked = (
+        handles[0]
+        .update(
+            opened.incident.id,
+            lambda i: incidents.apply_diagnosis(i, record, now=T0, policy=policy),
+        )
+        .incident
+    )
+    assert asked is not None and asked.approval_request is not None
+    request = ActionRequest.of(asked.id, asked.approval_request)
+    start = threading.Barrier(8)
+
+    def click(n: int) -> str:
+        start.wait()
+        decision = Decision.APPROVED if n % 2 == 0 else Decision.REJECTED
+
+        def change(i: incidents.Incident) -> incidents.Incident:
+            return incidents.decide(
+                i, request, decision=decision, actor=f"U0USER{n}", platform=Platform.SLACK, now=T0
+            )
+
+        try:
+            _retrying(lambda: handles[n % len(handles)].update(asked.id, change))
+        except AlreadyDecided:
+            return "conflict"
+        return "decided"
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(click, range(8)))
+    assert sorted(outcomes) == ["conflict"] * 7 + ["decided"]
+    final = handles[0].get(asked.id)
+    assert final is not None and final.approval is not None
+    assert final.state in (State.APPROVED, State.REJECTED)
+    decided = [e for e in final.audit if e.to_state in (State.APPROVED, State.REJECTED)]
+    assert len(decided) == 1 and decided[0].actor == f"slack:{final.approval.actor}"

@@ -249,7 +249,8 @@ def _b64(raw: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # validate=True: characters outside the alphabet are an error, not silently dropped.
+    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
 
 
 def _mac(key: bytes, signed_part: str) -> bytes:

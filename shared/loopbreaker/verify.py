@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from loopbreaker.errors import TransientError, Unauthenticated
+from loopbreaker.errors import ApprovalInvalid, TransientError, Unauthenticated
 
 #: Slack's replay window for request timestamps.
 SLACK_MAX_AGE_SECONDS = 300
@@ -53,6 +53,11 @@ class SlackVerifier:
                 f"stale request: X-Slack-Request-Timestamp is {int(age)} s old (at most "
                 f"{SLACK_MAX_AGE_SECONDS} s)"
             )
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # SignatureVerifier decodes the body as text; Slack only ever sends UTF-8.
+            raise ApprovalInvalid("request body is not UTF-8 text") from exc
         if not self._verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
             raise Unauthenticated("X-Slack-Signature does not match the request body")
 
