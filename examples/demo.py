@@ -1,21 +1,42 @@
-"""Run loopbreaker on every bundled example, the way a user would from a shell."""
+"""Run loopbreaker on every bundled example, the way a user would from a shell.
+
+The chat-ops part posts the faulty-host incident to a local server that speaks Slack's
+Web API (the one the tests use), serves ``on_chat_action`` with functions-framework, and
+clicks Approve by sending the request Slack would send, signed with the signing secret.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 CLI = Path(sys.executable).with_name("loopbreaker")
+DEMO_DIR = ROOT / ".loopbreaker" / "demo"
+SIGNING_SECRET = "demo-slack-signing-secret-0123456789"
+APPROVER = "U0DEMOAPPR"
+CHANNEL = "C0LOOPBRK"
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+def run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     shown = " ".join(shlex.quote(a) for a in ["loopbreaker", *argv[1:]])
     print(f"$ {shown}", flush=True)
-    return subprocess.run(argv, text=True, capture_output=True, check=False)
+    full_env = {**os.environ, **env} if env else None
+    return subprocess.run(argv, text=True, capture_output=True, check=False, env=full_env)
 
 
 def diagnose_scenarios() -> int:
@@ -53,8 +74,147 @@ def replay_storm() -> int:
     return int(result.returncode != 0)
 
 
+def approve_in_chat() -> int:
+    """Faulty host -> Slack message with buttons -> signed Approve click -> approved."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakeservers.slack import SlackServer
+    from harness import start_function, start_pubsub_emulator
+
+    print("\n=== chat-ops: the faulty-host incident in Slack, approved through on_chat_action")
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    DEMO_DIR.mkdir(parents=True)
+    store = DEMO_DIR / "incidents.sqlite"
+    faulty = HERE / "telemetry" / "faulty-host"
+    with SlackServer(token="xoxb-demo-token", channels={CHANNEL}) as slack:
+        env = {
+            "LOOPBREAKER_STORE": f"sqlite:{store}",
+            "LOOPBREAKER_NOTIFIER": "slack",
+            "LOOPBREAKER_SLACK_BOT_TOKEN": "xoxb-demo-token",
+            "LOOPBREAKER_SLACK_CHANNEL": CHANNEL,
+            "LOOPBREAKER_SLACK_API_URL": slack.api_url,
+            "LOOPBREAKER_SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "LOOPBREAKER_ACTION_SIGNING_KEY": "demo-action-signing-key-0123456789",
+            "LOOPBREAKER_APPROVERS": APPROVER,
+            "LOOPBREAKER_LIVE_SOURCES": "false",
+            "LOOPBREAKER_LOG_LEVEL": "WARNING",
+        }
+        replayed = run(
+            [
+                str(CLI),
+                "replay",
+                str((faulty / "logs.json").relative_to(Path.cwd())),
+                "--telemetry",
+                str(faulty.relative_to(Path.cwd())),
+                "--store",
+                str(store.relative_to(Path.cwd())),
+            ],
+            env,
+        )
+        sys.stdout.write(replayed.stdout)
+        if replayed.returncode != 0 or not slack.messages:
+            sys.stdout.write(replayed.stderr)
+            return 1
+        posted = slack.latest()
+        approve = slack.button("approve_remediation")
+        print(f"\nSlack message {posted['ts']} in {CHANNEL}: {posted['text'].splitlines()[0]}")
+        buttons = [
+            e["action_id"]
+            for b in posted["blocks"]
+            if b["type"] == "actions"
+            for e in b["elements"]
+        ]
+        print(f"  buttons: {', '.join(buttons)}")
+        print(f"  confirm: {approve['confirm']['text']['text']}")
+
+        # on_chat_action as deployed: functions-framework, the remediation topic on the
+        # Pub/Sub emulator. Two clicks: the second is refused, nothing is published twice.
+        with start_pubsub_emulator(project="demo-project") as pubsub:
+            topic = "projects/demo-project/topics/loopbreaker-remediation"
+            pulled = _subscribe(pubsub.env, topic)
+            function_env = {
+                **env,
+                **pubsub.env,
+                "LOOPBREAKER_REMEDIATION_TOPIC": topic,
+                "LOOPBREAKER_LOG_LEVEL": "ERROR",
+            }
+            source = ROOT / "functions" / "main.py"
+            with start_function("on_chat_action", source, "http", function_env) as served:
+                payload = _block_actions(posted["ts"], approve["value"])
+                for attempt in ("click", "second click"):
+                    status, reply = _signed_post(served.url, payload)
+                    print(f"\nPOST on_chat_action ({attempt}, signed as Slack signs) -> {status}")
+                    print(f"  {reply['text']}")
+            requests = pulled()
+            print(f"\nRemediation requests on {topic}: {len(requests)}")
+            for request in requests:
+                target = request["target"]
+                print(
+                    f"  {request['dedup_id']}: {request['action']} node {target['node']} "
+                    f"(VM id {target['instance_id']}), approved by {request['approved_by']}"
+                )
+            if len(requests) != 1 or slack.methods().count("chat.update") < 1:
+                print("expected one published request and an updated Slack message")
+                return 1
+        note = slack.latest()["blocks"][-2]["elements"][0]["text"]
+        print(f"Slack message updated in place: {note}")
+        store_arg = str(store.relative_to(Path.cwd()))
+        listed = run([str(CLI), "incidents", "list", "--store", store_arg])
+        sys.stdout.write(listed.stdout)
+        incident_id = listed.stdout.split()[0]
+        shown = run([str(CLI), "incidents", "show", incident_id, "--store", store_arg])
+        sys.stdout.write(shown.stdout)
+        return int(shown.returncode != 0 or ": approved" not in shown.stdout)
+
+
+def _block_actions(message_ts: str, value: str) -> dict[str, Any]:
+    """The interaction payload Slack posts when the approver clicks the button."""
+    return {
+        "type": "block_actions",
+        "user": {"id": APPROVER, "username": "demo-oncall", "name": "demo-oncall"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
+        "channel": {"id": CHANNEL},
+        "actions": [{"type": "button", "action_id": "approve_remediation", "value": value}],
+    }
+
+
+def _subscribe(env: dict[str, str], topic: str) -> Any:
+    """Create ``topic`` with a pull subscription; returns a function that drains it."""
+    os.environ.update(env)  # the Pub/Sub client library finds the emulator through it
+    from google.cloud import pubsub_v1
+
+    publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+    publisher.create_topic(name=topic)
+    subscription = topic.replace("/topics/", "/subscriptions/") + "-demo"
+    subscriber.create_subscription(request={"name": subscription, "topic": topic})
+
+    def pull() -> list[dict[str, Any]]:
+        response = subscriber.pull(
+            request={"subscription": subscription, "max_messages": 10}, timeout=10
+        )
+        return [json.loads(m.message.data) for m in response.received_messages]
+
+    return pull
+
+
+def _signed_post(url: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    ts = str(int(time.time()))
+    digest = hmac.new(SIGNING_SECRET.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256)
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={digest.hexdigest()}",
+    }
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with DIRECT.open(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
 def main() -> int:
-    failures = diagnose_scenarios() + replay_storm()
+    failures = diagnose_scenarios() + replay_storm() + approve_in_chat()
     outcome = f"{failures} problem(s)" if failures else "all verdicts as expected"
     print(f"\ndemo finished: {outcome}")
     return 1 if failures else 0

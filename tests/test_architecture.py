@@ -22,6 +22,8 @@ PURE = [
     "kube_objects",
     "telemetry",
     "lql",
+    "approvals",
+    "chat_render",
 ]
 
 

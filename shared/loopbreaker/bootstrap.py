@@ -11,12 +11,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from loopbreaker import logs
-from loopbreaker.errors import ConfigError
 from loopbreaker.evidence import EvidenceProvider, NoEvidence, TelemetryDirEvidence
 from loopbreaker.notify import FileNotifier, LogNotifier, Notifier
 from loopbreaker.remediation_queue import LogQueue, PubSubQueue, RemediationQueue
 from loopbreaker.service import Approvals, Clock, Responder, system_clock
-from loopbreaker.settings import Runtime, Settings, StoreKind
+from loopbreaker.settings import Settings, StoreKind
 from loopbreaker.store.base import IncidentStore
 
 if TYPE_CHECKING:
@@ -67,14 +66,8 @@ def build_notifier(settings: Settings) -> Notifier:
 def build_queue(settings: Settings) -> RemediationQueue:
     """Approved remediation requests go to the topic; locally, without one, to the log."""
     topic = settings.chatops.remediation_topic
-    if topic is not None:
-        return PubSubQueue(topic)
-    if settings.runtime is Runtime.CLOUD and settings.chatops.approvals_enabled:
-        raise ConfigError(
-            "approvals are on (LOOPBREAKER_ACTION_SIGNING_KEY, LOOPBREAKER_APPROVERS) but "
-            "LOOPBREAKER_REMEDIATION_TOPIC is not set: approved requests would go nowhere"
-        )
-    return LogQueue()
+    # load_settings refuses approvals without a topic in the cloud runtime.
+    return PubSubQueue(topic) if topic is not None else LogQueue()
 
 
 def resolve_secrets(settings: Settings) -> Settings:
@@ -104,6 +97,7 @@ def build_responder(
     evidence: EvidenceProvider | None = None,
     clock: Clock | None = None,
     queue: RemediationQueue | None = None,
+    approval_clock: Clock | None = None,
 ) -> Responder:
     """Wire a Responder; every port not given is built from ``settings``."""
     _warn_unknown(settings)
@@ -116,6 +110,7 @@ def build_responder(
         clock=clock if clock is not None else system_clock,
         approvals=Approvals.of(settings),
         queue=queue if queue is not None else build_queue(settings),
+        approval_clock=approval_clock,
     )
 
 

@@ -781,9 +781,18 @@ def give_up(incident: Incident, now: datetime, reason: str) -> Incident | None:
 
 
 def apply_diagnosis(
-    incident: Incident, record: DiagnosisRecord, *, now: datetime, policy: Policy
+    incident: Incident,
+    record: DiagnosisRecord,
+    *,
+    now: datetime,
+    policy: Policy,
+    requested_at: datetime | None = None,
 ) -> Incident | None:
-    """Store a diagnosis and move the state on; None when the incident is final by now."""
+    """Store a diagnosis and move the state on; None when the incident is final by now.
+
+    ``requested_at`` dates an approval request it opens (default ``now``): a replay of
+    past entries runs at event time, but the human who decides does so now.
+    """
     if incident.final:
         return None
     note = f"{record.root_cause} -> {record.remediation_path}"
@@ -811,7 +820,7 @@ def apply_diagnosis(
         )
         updated = replace(updated, expires_at=now + policy.stale_after, approval_request=None)
     if updated.state is State.AWAITING_APPROVAL:
-        updated = _open_request(updated, record, now=now, policy=policy)
+        updated = _open_request(updated, record, now=requested_at or now, policy=policy)
     return replace(
         updated,
         diagnosis=record,

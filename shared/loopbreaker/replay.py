@@ -3,7 +3,8 @@
 Each file is a JSON array, one JSON object, or JSON Lines; each item a LogEntry, a
 Pub/Sub push envelope or an Eventarc CloudEvent. The clock follows the entries' own
 timestamps (never backwards), so grouping and settling behave as they did live; at the
-end the clock moves past the settle time and every due incident is diagnosed.
+end the clock moves past the settle time and every due incident is diagnosed. Approval
+requests the diagnoses open are dated by the wall clock: whoever approves does so now.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from loopbreaker.errors import InvalidContext, InvalidInput
 from loopbreaker.evidence import EvidenceProvider, TelemetryDirEvidence
 from loopbreaker.incidents import Incident
 from loopbreaker.notify import Notifier
-from loopbreaker.service import Responder, SettleReport, Status
+from loopbreaker.service import Clock, Responder, SettleReport, Status, system_clock
 from loopbreaker.settings import Settings, StoreKind, StoreSpec
 from loopbreaker.store.sqlite import SqliteStore
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
@@ -179,6 +180,7 @@ def run(
     telemetry: Path | None = None,
     store_path: Path | None = None,
     notifier: Notifier | None = None,
+    approval_clock: Clock | None = None,
 ) -> Summary:
     """Replay ``paths``; without ``store_path`` the SQLite store is a temporary file."""
     if telemetry is not None and not telemetry.is_dir():
@@ -208,6 +210,8 @@ def run(
             notifier=notifier,
             evidence=evidence,
             clock=clock,
+            # Approval requests opened by the replay are for a human deciding now.
+            approval_clock=approval_clock or system_clock,
         )
         try:
             summary = _feed(responder, decoded, clock)

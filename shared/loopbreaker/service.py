@@ -154,6 +154,7 @@ class Responder:
         logger: logging.Logger | None = None,
         approvals: Approvals | None = None,
         queue: RemediationQueue | None = None,
+        approval_clock: Clock | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -161,6 +162,8 @@ class Responder:
         self.evidence = evidence
         self.clock = clock
         self.approvals = approvals or Approvals()
+        #: Dates approval requests (humans decide in real time, even during a replay).
+        self.approval_clock = approval_clock or clock
         self.queue: RemediationQueue = queue or LogQueue()
         self._diagnose = diagnose
         self._render = render_diagnosis
@@ -408,7 +411,9 @@ class Responder:
         )
         stored = self.store.update(
             incident_id,
-            lambda i: incidents.apply_diagnosis(i, record, now=now, policy=self._policy),
+            lambda i: incidents.apply_diagnosis(
+                i, record, now=now, policy=self._policy, requested_at=self.approval_clock()
+            ),
         )
         if not stored.changed or stored.incident is None:
             return

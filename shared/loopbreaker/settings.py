@@ -388,6 +388,12 @@ def load_settings(
         raise ConfigError(f"{PREFIX}DEDUP_RETENTION: must be at least 1d to cover redeliveries")
     notifier = _notifier(get("NOTIFIER") or DEFAULT_NOTIFIER)
     chatops = _chatops(get, project, notifier)
+    if runtime is Runtime.CLOUD and chatops.approvals_enabled and not chatops.remediation_topic:
+        # Locally an approved request is logged; in the cloud it would go nowhere.
+        raise ConfigError(
+            f"approvals are on ({PREFIX}ACTION_SIGNING_KEY and {PREFIX}APPROVERS) but "
+            f"{PREFIX}REMEDIATION_TOPIC is not set: approved requests would go nowhere"
+        )
     return Settings(
         runtime=runtime,
         store=_store(get("STORE") or store_default),
