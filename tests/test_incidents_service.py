@@ -452,3 +452,26 @@ def test_a_failure_recording_host_failures_retries_the_whole_diagnosis() -> None
     assert retried.diagnosed == [done.id] and retried.notified == [done.id]
     assert [r.node for r in store.hosts.values()] == [node]
     assert done.diagnoses == 1 and len(notifier.posted) == 1
+
+
+def test_a_misconfigured_notifier_is_logged_once_and_never_loses_the_diagnosis(
+    store: IncidentStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loopbreaker.chat_clients import NotifierMisconfigured
+
+    clock = FakeClock(T0)
+    bad = NotifierMisconfigured("Slack chat.postMessage refused: invalid_auth")
+    notifier = FakeNotifier(fail=[bad, bad])
+    service = responder(store, clock, notifier=notifier)
+    service.handle_entry("m1", host_error("h1", "gke-c-p-1a2b3c4d-0001", T0))
+    service.handle_entry("m2", host_error("h2", "gke-c-q-1a2b3c4d-0002", T0))
+    report = service.settle(clock.advance(seconds=61))
+    assert len(report.diagnosed) == 2 and report.notified == []
+    assert [f["reason"] for f in report.failed] == [str(bad)] * 2
+    assert all(i.diagnosis is not None for i in store.list_incidents())
+    misconfigured = [
+        d
+        for d in error_lines(capsys.readouterr().err)
+        if d.get("event") == "notifier_misconfigured"
+    ]
+    assert len(misconfigured) == 1 and "invalid_auth" in misconfigured[0]["message"]

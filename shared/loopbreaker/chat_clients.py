@@ -64,7 +64,9 @@ class SlackNotifier:
 
         # No retry handlers: a rate-limited post is retried at the next settle rather than
         # holding a function instance asleep.
-        self._client = WebClient(token=token, base_url=base_url, timeout=int(max(1, timeout)))
+        self._client = WebClient(
+            token=token, base_url=base_url, timeout=int(max(1, timeout)), retry_handlers=[]
+        )
         self.channel = channel
 
     def post(

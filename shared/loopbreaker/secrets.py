@@ -27,15 +27,18 @@ class SecretManagerReader:
         self._client = client
 
     def read(self, version_name: str) -> str:
+        import requests
         from google.api_core import exceptions as gexc
+        from google.auth import exceptions as auth_exc
 
-        if self._client is None:
-            from google.cloud import secretmanager
-
-            self._client = secretmanager.SecretManagerServiceClient()
         try:
+            if self._client is None:
+                from google.cloud import secretmanager
+
+                self._client = secretmanager.SecretManagerServiceClient()
             response = self._client.access_secret_version(name=version_name, timeout=10.0)
-        except gexc.GoogleAPIError as exc:
+        except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, requests.RequestException) as exc:
+            # Unreachable endpoints (REST) and missing credentials surface as these.
             raise ConfigError(f"cannot read secret {version_name}: {exc}") from exc
         try:
             return bytes(response.payload.data).decode("utf-8").strip()
