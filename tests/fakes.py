@@ -27,7 +27,7 @@ from loopbreaker.model import (
 )
 from loopbreaker.notify import Notification
 from loopbreaker.readers import HostLookupResult, LogReadResult
-from loopbreaker.store.base import Change, IngestResult, UpdateResult
+from loopbreaker.store.base import HOUR, Change, IngestResult, UpdateResult
 
 
 class FakeClock:
@@ -55,6 +55,7 @@ class FakeStore:
         self.kept: dict[str, list[Signal]] = {}
         self.dedup: dict[str, datetime] = {}
         self.hosts: dict[str, HostFailureRecord] = {}
+        self.deletions: dict[tuple[str, str], datetime] = {}
         self.fail = {k: list(v) for k, v in (fail or {}).items()}
         self.transactions = 0
         self.calls: list[str] = []
@@ -163,6 +164,25 @@ class FakeStore:
         for k in old:
             del self.dedup[k]
         return len(old)
+
+    def deletions_since(self, cluster: str, since: datetime) -> int:
+        self._react("deletions_since")
+        return sum(1 for (c, _), at in self.deletions.items() if c == cluster and at >= since)
+
+    def reserve_deletion(
+        self, cluster: str, incident_id: str, at: datetime, limit: int, window: timedelta = HOUR
+    ) -> bool:
+        with self._lock:
+            self._react("reserve_deletion")
+            if (cluster, incident_id) in self.deletions:
+                return True
+            recent = [
+                t for (c, _), t in self.deletions.items() if c == cluster and t >= at - window
+            ]
+            if len(recent) >= limit:
+                return False
+            self.deletions[(cluster, incident_id)] = at
+            return True
 
     def close(self) -> None:
         self.calls.append("close")

@@ -40,6 +40,8 @@ def test_defaults_differ_only_where_the_runtime_matters() -> None:
 
 
 def test_every_variable_is_parsed(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     env = {
         "LOOPBREAKER_STORE": "sqlite:/tmp/x.sqlite",
         "LOOPBREAKER_PROJECT": "proj",
@@ -70,6 +72,17 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_ACTION_SIGNING_KEY": "0123456789abcdef0123",
         "LOOPBREAKER_APPROVAL_TTL": "45m",
         "LOOPBREAKER_REMEDIATION_TOPIC": "remediation-requests",
+        "LOOPBREAKER_MAX_DELETIONS_PER_HOUR": "3",
+        "LOOPBREAKER_MAX_UNREADY_SHARE": "25%",
+        "LOOPBREAKER_NODE_POOLS": "tpu-pool, gpu-pool",
+        "LOOPBREAKER_DRAIN_MODE": "delete-after-timeout",
+        "LOOPBREAKER_DRAIN_TIMEOUT": "20m",
+        "LOOPBREAKER_HOST_ACTION": "report-faulty",
+        "LOOPBREAKER_SUPPORT_PARENT": "projects/proj",
+        "LOOPBREAKER_SUPPORT_CLASSIFICATION": "100H41Q3DTMN0TBKCKD0SGRVNRMMPH5SQ",
+        "LOOPBREAKER_KUBECONFIG": str(kubeconfig),
+        "LOOPBREAKER_COMPUTE_ENDPOINT": "http://127.0.0.1:9/compute",
+        "LOOPBREAKER_SUPPORT_ENDPOINT": "http://127.0.0.1:9/support",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
     }
     s = load_settings(env)
@@ -100,6 +113,15 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert chat.remediation_topic == "projects/proj/topics/remediation-requests"
     # Secret values never show in a repr (settings end up in logs and tracebacks).
     assert "xoxb" not in repr(s) and "0123456789abcdef" not in repr(s)
+    r = s.remediation
+    p = r.policy
+    assert (p.dry_run, p.max_deletions_per_hour, p.max_unready_share) == (False, 3, 0.25)
+    assert p.node_pools == {"tpu-pool", "gpu-pool"} and p.drain_timeout == timedelta(minutes=20)
+    assert (p.drain_mode.value, p.host_action.value) == ("delete-after-timeout", "report-faulty")
+    assert (r.support_parent, r.kubeconfig) == ("projects/proj", kubeconfig)
+    assert r.support_classification == "100H41Q3DTMN0TBKCKD0SGRVNRMMPH5SQ"
+    assert r.compute_endpoint == "http://127.0.0.1:9/compute"
+    assert r.support_endpoint == "http://127.0.0.1:9/support"
     documented = {v.name for v in S.VARIABLES if "<" not in v.name}
     assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"}
 

@@ -8,10 +8,13 @@ client libraries are imported only by the code path that needs them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loopbreaker import logs
+from loopbreaker.approvals import Target
 from loopbreaker.evidence import EvidenceProvider, NoEvidence, TelemetryDirEvidence
+from loopbreaker.incidents import Incident
 from loopbreaker.notify import FileNotifier, LogNotifier, Notifier
 from loopbreaker.remediation_queue import LogQueue, PubSubQueue, RemediationQueue
 from loopbreaker.service import Approvals, Clock, Responder, system_clock
@@ -20,6 +23,8 @@ from loopbreaker.store.base import IncidentStore
 
 if TYPE_CHECKING:
     from loopbreaker.chatops import ChatActions
+    from loopbreaker.readers.google_auth import GoogleCredentials
+    from loopbreaker.remediate import ActuatorFactory, Remediator
 
 
 def build_store(settings: Settings) -> IncidentStore:
@@ -162,3 +167,96 @@ def _warn_unknown(settings: Settings) -> None:
             f"unknown settings ignored: {', '.join(settings.unknown)}",
             event="unknown_settings",
         )
+
+
+def build_remediator(
+    settings: Settings,
+    *,
+    store: IncidentStore | None = None,
+    notifier: Notifier | None = None,
+    clock: Clock | None = None,
+    actuators: ActuatorFactory | None = None,
+    credentials: GoogleCredentials | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> Remediator:
+    """Wire the executor behind ``on_remediation_request`` and ``loopbreaker remediate``."""
+    from loopbreaker.remediate import Remediator
+
+    _warn_unknown(settings)
+    settings = resolve_secrets(settings)
+    return Remediator(
+        store=store if store is not None else build_store(settings),
+        actuators=actuators if actuators is not None else build_actuators(settings, credentials),
+        support_parent=settings.remediation.support_parent,
+        notifier=notifier if notifier is not None else build_notifier(settings),
+        clock=clock if clock is not None else system_clock,
+        policy=settings.remediation.policy,
+        sleep=sleep,
+    )
+
+
+def build_actuators(
+    settings: Settings, credentials: GoogleCredentials | None = None
+) -> ActuatorFactory:
+    """Real actuators, or (LOOPBREAKER_DRY_RUN, the default) dry-run ones that only read.
+
+    The choice is made here and only here: the adapters know nothing of dry runs.
+    """
+    from loopbreaker.actuators import (
+        DryRunNodes,
+        DryRunSupport,
+        DryRunVms,
+        LazyNodes,
+        Nodes,
+        Recorder,
+        Unavailable,
+    )
+    from loopbreaker.actuators.compute import ComputeVms
+    from loopbreaker.actuators.kube import KubernetesNodes
+    from loopbreaker.actuators.support import SupportApiCases
+    from loopbreaker.readers.google_auth import GoogleCredentials
+    from loopbreaker.remediate import Actuators
+
+    config = settings.remediation
+    creds = credentials or GoogleCredentials()
+    vms = ComputeVms(api_endpoint=config.compute_endpoint, credentials=creds)
+    support = (
+        SupportApiCases(
+            classification=config.support_classification,
+            api_endpoint=config.support_endpoint,
+            credentials=creds,
+        )
+        if config.support_parent
+        else None
+    )
+
+    def nodes_for(incident: Incident, target: Target) -> Nodes:
+        if config.kubeconfig is not None:
+            kubeconfig = config.kubeconfig
+            return LazyNodes(lambda: KubernetesNodes.from_kubeconfig(kubeconfig))
+        if not (target.cluster and incident.location):
+            reason = (
+                "no LOOPBREAKER_KUBECONFIG, and the incident names no cluster and location "
+                "for the GKE API"
+            )
+            return Unavailable(reason)
+        location, cluster = incident.location, target.cluster
+        return LazyNodes(
+            lambda: KubernetesNodes.from_gke(
+                target.project, location, cluster, token_provider=lambda: creds.token("gke")
+            )
+        )
+
+    def factory(incident: Incident, target: Target) -> Actuators:
+        nodes = nodes_for(incident, target)
+        if not config.policy.dry_run:
+            return Actuators(nodes, vms, support)
+        recorder = Recorder()
+        return Actuators(
+            DryRunNodes(nodes, recorder),
+            DryRunVms(vms, recorder),
+            DryRunSupport(recorder) if support is not None else None,
+            recorder,
+        )
+
+    return factory

@@ -14,6 +14,8 @@
      +-- StoreError                  the incident store refused a call for good (permission
      |                               denied, not found, invalid argument): not retried
      +-- UnsafeToAct                 a safety gate refused a mutation; tell a human
+     +-- ActionFailed                a Kubernetes, Compute or Support API call failed; the
+     |                               remediation step fails (``status``: the HTTP status)
      +-- ApprovalInvalid             a chat action that must not be honoured: malformed,
           |                          tampered, expired or for another request (HTTP 400)
           +-- Unauthenticated        the chat platform's signature or token does not verify (401)
@@ -77,6 +79,14 @@ class StoreError(LoopbreakerError):
 
 class UnsafeToAct(LoopbreakerError):
     """A safety gate refused a mutation."""
+
+
+class ActionFailed(LoopbreakerError):
+    """A mutating (or re-checking) API call of a remediation step failed."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ApprovalInvalid(LoopbreakerError):

@@ -65,6 +65,7 @@ from loopbreaker.model import (
     Signal,
     SignalKind,
 )
+from loopbreaker.remediation import RemediationRecord
 from loopbreaker.settings import (
     DEFAULT_APPROVAL_TTL,
     DEFAULT_GROUPING_WINDOW,
@@ -417,6 +418,8 @@ class Incident:
     #: Where the incident's chat message lives (platform, channel and ts, or space and
     #: message name), so every later post replaces it.
     chat: Mapping[str, str] | None = None
+    #: What the remediation executor did (or, in a dry run, would do), step by step.
+    remediation: RemediationRecord | None = None
 
     @property
     def final(self) -> bool:
@@ -472,6 +475,7 @@ class Incident:
             "approval_request": self.approval_request.to_dict() if self.approval_request else None,
             "approval": self.approval.to_dict() if self.approval else None,
             "chat": dict(self.chat) if self.chat else None,
+            "remediation": self.remediation.to_dict() if self.remediation else None,
         }
 
     @classmethod
@@ -520,6 +524,11 @@ class Incident:
             ),
             approval=Approval.from_dict(data["approval"]) if data.get("approval") else None,
             chat={str(k): str(v) for k, v in data["chat"].items()} if data.get("chat") else None,
+            remediation=(
+                RemediationRecord.from_dict(data["remediation"])
+                if data.get("remediation")
+                else None
+            ),
         )
 
 

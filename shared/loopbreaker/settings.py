@@ -16,6 +16,16 @@ from pathlib import Path
 
 from loopbreaker.approvals import parse_approvers
 from loopbreaker.errors import ConfigError
+from loopbreaker.remediation import (
+    DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_MAX_DELETIONS_PER_HOUR,
+    DEFAULT_MAX_UNREADY_SHARE,
+    OPT_OUT_LABEL,
+    OPT_OUT_VALUE,
+    DrainMode,
+    HostAction,
+    RemediationPolicy,
+)
 
 PREFIX = "LOOPBREAKER_"
 
@@ -142,6 +152,18 @@ class ChatOps:
 
 
 @dataclass(frozen=True)
+class Remediation:
+    """How ``on_remediation_request`` acts, and where it finds the cluster and APIs."""
+
+    policy: RemediationPolicy = RemediationPolicy()
+    kubeconfig: Path | None = None
+    compute_endpoint: str | None = None
+    support_parent: str | None = None
+    support_classification: str | None = None
+    support_endpoint: str | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything configurable, validated. Build it with :func:`load_settings`."""
 
@@ -163,6 +185,7 @@ class Settings:
     telemetry_dir: Path | None = None
     notifier: NotifierSpec = NotifierSpec(DEFAULT_NOTIFIER)
     chatops: ChatOps = ChatOps()
+    remediation: Remediation = Remediation()
     log_level: str = DEFAULT_LOG_LEVEL
     #: ``LOOPBREAKER_*`` names that are set but unknown (typos); logged at start-up.
     unknown: tuple[str, ...] = ()
@@ -235,7 +258,69 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_DRY_RUN",
         "`true`",
-        "Record what would be done instead of mutating clusters or VMs.",
+        "Remediation reads the cluster and VM and records the exact calls it would make, "
+        "without sending any mutating request; `false` acts.",
+    ),
+    Variable(
+        "LOOPBREAKER_MAX_DELETIONS_PER_HOUR",
+        f"`{DEFAULT_MAX_DELETIONS_PER_HOUR}`",
+        "VM deletions per cluster in any hour, counted in the store; more are refused.",
+    ),
+    Variable(
+        "LOOPBREAKER_MAX_UNREADY_SHARE",
+        f"`{DEFAULT_MAX_UNREADY_SHARE:g}`",
+        "Circuit breaker: refuse and escalate when more than this share (0-1, or a "
+        "percentage such as `30%`) of the node pool is NotReady.",
+    ),
+    Variable(
+        "LOOPBREAKER_NODE_POOLS",
+        "all",
+        "Comma-separated node pools remediation may touch. Nodes (or pools, whose labels "
+        f"GKE copies to nodes) labelled `{OPT_OUT_LABEL}={OPT_OUT_VALUE}` are never touched.",
+    ),
+    Variable(
+        "LOOPBREAKER_DRAIN_MODE",
+        "`wait`",
+        "`wait`: retry evictions a PodDisruptionBudget blocks until the drain timeout, then "
+        "fail with the node cordoned; `delete-after-timeout`: then delete those pods.",
+    ),
+    Variable(
+        "LOOPBREAKER_DRAIN_TIMEOUT",
+        "`10m`",
+        "How long a drain may take in all (it spans redeliveries).",
+    ),
+    Variable(
+        "LOOPBREAKER_HOST_ACTION",
+        "`delete`",
+        "`delete` (`instances.delete`: the managed instance group recreates the VM) or "
+        "`report-faulty` (`instances.reportHostAsFaulty`: reservations, compact placement).",
+    ),
+    Variable(
+        "LOOPBREAKER_SUPPORT_PARENT",
+        "none",
+        "`projects/P` or `organizations/O`: file a Cloud Support case with the ticket draft; "
+        "none: the draft stays on the incident and in the message.",
+    ),
+    Variable(
+        "LOOPBREAKER_SUPPORT_CLASSIFICATION",
+        "the first `Compute Engine` classification",
+        "Case classification id for support cases.",
+    ),
+    Variable(
+        "LOOPBREAKER_KUBECONFIG",
+        "the GKE API (`clusters.get`)",
+        "Kubeconfig of the cluster to remediate; otherwise its endpoint comes from the GKE "
+        "API with the function's own credentials.",
+    ),
+    Variable(
+        "LOOPBREAKER_COMPUTE_ENDPOINT",
+        "Google's",
+        "Compute Engine API endpoint (tests, private endpoints).",
+    ),
+    Variable(
+        "LOOPBREAKER_SUPPORT_ENDPOINT",
+        "Google's",
+        "Cloud Support API endpoint (tests, private endpoints).",
     ),
     Variable(
         "LOOPBREAKER_LIVE_SOURCES",
@@ -350,6 +435,7 @@ _SECRET_NAME = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$"
 _TOPIC = re.compile(r"^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][\w.~+%-]{2,254}$")
 _BARE_TOPIC = re.compile(r"^[A-Za-z][\w.~+%-]{2,254}$")
 _SPACE = re.compile(r"^spaces/[A-Za-z0-9_-]+$")
+_SUPPORT_PARENT = re.compile(r"^(projects|organizations)/[A-Za-z0-9_.:-]+$")
 _URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 
 
@@ -388,6 +474,7 @@ def load_settings(
         raise ConfigError(f"{PREFIX}DEDUP_RETENTION: must be at least 1d to cover redeliveries")
     notifier = _notifier(get("NOTIFIER") or DEFAULT_NOTIFIER)
     chatops = _chatops(get, project, notifier)
+    remediation = _remediation(get)
     if runtime is Runtime.CLOUD and chatops.approvals_enabled and not chatops.remediation_topic:
         # Locally an approved request is logged; in the cloud it would go nowhere.
         raise ConfigError(
@@ -407,11 +494,12 @@ def load_settings(
         query_budget=_int("QUERY_BUDGET", get("QUERY_BUDGET"), DEFAULT_QUERY_BUDGET),
         settle_batch=_int("SETTLE_BATCH", get("SETTLE_BATCH"), DEFAULT_SETTLE_BATCH),
         dedup_retention=retention,
-        dry_run=_bool("DRY_RUN", get("DRY_RUN"), True),
+        dry_run=remediation.policy.dry_run,
         live_sources=_bool("LIVE_SOURCES", get("LIVE_SOURCES"), runtime is Runtime.CLOUD),
         telemetry_dir=Path(telemetry) if telemetry else None,
         notifier=notifier,
         chatops=chatops,
+        remediation=remediation,
         log_level=log_level,
         unknown=tuple(sorted(k for k in environ if k.startswith(PREFIX) and k not in known)),
     )
@@ -549,6 +637,72 @@ def _chatops(
             f"and {PREFIX}GOOGLE_CHAT_SPACE"
         )
     return chat
+
+
+def _remediation(get: Callable[[str], str | None]) -> Remediation:
+    limit = get("MAX_DELETIONS_PER_HOUR")
+    try:
+        deletions = int(limit) if limit is not None else DEFAULT_MAX_DELETIONS_PER_HOUR
+    except ValueError as exc:
+        raise ConfigError(f"{PREFIX}MAX_DELETIONS_PER_HOUR={limit!r}: a whole number") from exc
+    if not 0 <= deletions <= 100:
+        raise ConfigError(f"{PREFIX}MAX_DELETIONS_PER_HOUR={deletions}: between 0 and 100")
+    share = _share(get("MAX_UNREADY_SHARE"))
+    pools_raw = get("NODE_POOLS")
+    pools = frozenset(p.strip() for p in pools_raw.split(",") if p.strip()) if pools_raw else None
+    mode_raw = get("DRAIN_MODE") or DrainMode.WAIT.value
+    action_raw = get("HOST_ACTION") or HostAction.DELETE.value
+    try:
+        mode, action = DrainMode(mode_raw), HostAction(action_raw)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{PREFIX}DRAIN_MODE must be wait or delete-after-timeout, {PREFIX}HOST_ACTION "
+            f"delete or report-faulty: {exc}"
+        ) from exc
+    timeout = _duration("DRAIN_TIMEOUT", get("DRAIN_TIMEOUT"), DEFAULT_DRAIN_TIMEOUT)
+    if timeout <= timedelta(0):
+        raise ConfigError(f"{PREFIX}DRAIN_TIMEOUT: must be longer than zero")
+    parent = get("SUPPORT_PARENT")
+    if parent is not None and not _SUPPORT_PARENT.match(parent):
+        raise ConfigError(
+            f"{PREFIX}SUPPORT_PARENT={parent!r}: expected projects/P or organizations/O"
+        )
+    kubeconfig = get("KUBECONFIG")
+    if kubeconfig is not None and not Path(kubeconfig).expanduser().is_file():
+        raise ConfigError(f"{PREFIX}KUBECONFIG={kubeconfig!r}: no such file")
+    endpoints = {
+        name: _url(get, name, "") if get(name) else None
+        for name in ("COMPUTE_ENDPOINT", "SUPPORT_ENDPOINT")
+    }
+    return Remediation(
+        policy=RemediationPolicy(
+            dry_run=_bool("DRY_RUN", get("DRY_RUN"), True),
+            max_deletions_per_hour=deletions,
+            max_unready_share=share,
+            node_pools=pools,
+            drain_mode=mode,
+            drain_timeout=timeout,
+            host_action=action,
+        ),
+        kubeconfig=Path(kubeconfig).expanduser() if kubeconfig else None,
+        compute_endpoint=endpoints["COMPUTE_ENDPOINT"],
+        support_parent=parent,
+        support_classification=get("SUPPORT_CLASSIFICATION"),
+        support_endpoint=endpoints["SUPPORT_ENDPOINT"],
+    )
+
+
+def _share(raw: str | None) -> float:
+    if raw is None:
+        return DEFAULT_MAX_UNREADY_SHARE
+    text = raw.strip()
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError as exc:
+        raise ConfigError(f"{PREFIX}MAX_UNREADY_SHARE={raw!r}: a share such as 0.3 or 30%") from exc
+    if not 0 <= value <= 1:
+        raise ConfigError(f"{PREFIX}MAX_UNREADY_SHARE={raw!r}: between 0 and 1 (0% and 100%)")
+    return value
 
 
 def _topic(raw: str | None, project: str | None) -> str | None:

@@ -68,6 +68,11 @@ class KubernetesReader:
     def source(self) -> str:
         return self._source
 
+    @property
+    def api_client(self) -> Any:
+        """The configured ``kubernetes.client.ApiClient`` (the actuators reuse it)."""
+        return self._api_client
+
     # --- construction -------------------------------------------------------------------
 
     @classmethod

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from loopbreaker.incidents import Arrival, Incident, State
 from loopbreaker.model import HostFailureRecord, Signal
+
+HOUR = timedelta(hours=1)
 
 #: A pure change of one incident; returning None means "leave it as it is".
 Change = Callable[[Incident], Incident | None]
@@ -92,6 +94,18 @@ class IncidentStore(Protocol):
 
     def prune(self, before: datetime) -> int:
         """Forget dedup keys older than ``before``; returns how many went."""
+        ...
+
+    def deletions_since(self, cluster: str, since: datetime) -> int:
+        """VM deletions reserved in ``cluster`` at or after ``since``."""
+        ...
+
+    def reserve_deletion(
+        self, cluster: str, incident_id: str, at: datetime, limit: int, window: timedelta = HOUR
+    ) -> bool:
+        """In ONE transaction: count the cluster's deletions in ``window`` before ``at``
+        and, under ``limit``, reserve one for ``incident_id``. True when reserved (also
+        when this incident holds one already: a redelivery does not spend another)."""
         ...
 
     def close(self) -> None: ...

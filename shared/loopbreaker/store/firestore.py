@@ -7,7 +7,8 @@ Collections, each prefixed (``LOOPBREAKER_COLLECTION_PREFIX``):
   ``<p>_dedup/{id}``              one document per entry id and per messageId, with
                                   ``expire_at`` for a Firestore TTL policy (``incident_id``
                                   null for an entry that concerns no incident);
-  ``<p>_hosts/{id}``              per-host failure history.
+  ``<p>_hosts/{id}``              per-host failure history;
+  ``<p>_deletions/{sha(cluster)}`` the cluster's recent VM deletions (safety limit).
 
 Every read-modify-write is one atomic commit conditioned on what it read (optimistic
 concurrency): documents that existed are written with an ``update_time`` precondition,
@@ -37,7 +38,7 @@ from loopbreaker.errors import StoreError, TransientError
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.settings import DEFAULT_DEDUP_RETENTION
-from loopbreaker.store.base import Change, IngestResult, UpdateResult
+from loopbreaker.store.base import HOUR, Change, IngestResult, UpdateResult
 
 T = TypeVar("T")
 
@@ -81,6 +82,7 @@ class FirestoreStore:
         self._keys = client.collection(f"{prefix}_keys")
         self._dedup = client.collection(f"{prefix}_dedup")
         self._hosts = client.collection(f"{prefix}_hosts")
+        self._deletions = client.collection(f"{prefix}_deletions")
         self._retention = dedup_retention
         #: Atomic commits attempted (re-made decisions after a lost race included).
         self.transactions = 0
@@ -320,6 +322,35 @@ class FirestoreStore:
         self._call(batch.commit)
         return len(snaps)
 
+    def deletions_since(self, cluster: str, since: datetime) -> int:
+        snap = self._call(lambda: self._deletions.document(_digest(cluster)).get())
+        return sum(1 for d in _recent(snap) if d["at"] >= since)
+
+    def reserve_deletion(
+        self, cluster: str, incident_id: str, at: datetime, limit: int, window: timedelta = HOUR
+    ) -> bool:
+        ref = self._deletions.document(_digest(cluster))
+
+        def attempt(writes: _Writes) -> bool:
+            snap = self._read([ref])[ref.path]
+            recent = [d for d in _recent(snap) if d["at"] >= at - window]
+            if any(d["incident_id"] == incident_id for d in _recent(snap)):
+                return True
+            if len(recent) >= limit:
+                return False
+            # Rare writes (a handful an hour): one document per cluster is no hot spot.
+            writes.put(
+                ref,
+                {
+                    "cluster": cluster,
+                    "deletions": [*recent, {"incident_id": incident_id, "at": at}],
+                },
+                snap,
+            )
+            return True
+
+        return self._optimistic(attempt)
+
     def close(self) -> None:
         self._client.close()
 
@@ -342,6 +373,18 @@ class _Writes:
         # makes the commit fail if anyone wrote it since we read it.
         option = self._client.write_option(last_update_time=read.update_time)
         self.batch.update(ref, data, option=option)
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _recent(snap: Any) -> list[dict[str, Any]]:
+    if not snap.exists:
+        return []
+    return [d for d in snap.get("deletions") or () if isinstance(d, dict)]
 
 
 def _index(key_snap: Any) -> list[IndexEntry]:

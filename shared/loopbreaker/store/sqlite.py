@@ -21,7 +21,7 @@ from loopbreaker import incidents
 from loopbreaker.errors import ConfigError, TransientError
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
 from loopbreaker.model import HostFailureRecord, Signal
-from loopbreaker.store.base import Change, IngestResult, UpdateResult
+from loopbreaker.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 SCHEMA_VERSION = 1
@@ -66,6 +66,12 @@ CREATE TABLE IF NOT EXISTS host_failures (
 );
 CREATE INDEX IF NOT EXISTS host_failures_host ON host_failures (host);
 CREATE INDEX IF NOT EXISTS host_failures_node ON host_failures (node);
+CREATE TABLE IF NOT EXISTS deletions (
+    cluster TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (cluster, incident_id)
+);
 """
 
 _TRANSIENT_MARKERS = ("locked", "busy")
@@ -302,6 +308,36 @@ class SqliteStore:
         with self._transaction() as db:
             cursor = db.execute("DELETE FROM dedup WHERE at < ?", (_us(before),))
             return cursor.rowcount
+
+    def deletions_since(self, cluster: str, since: datetime) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
+                (cluster, _us(since)),
+            ).fetchone()
+        return int(row[0])
+
+    def reserve_deletion(
+        self, cluster: str, incident_id: str, at: datetime, limit: int, window: timedelta = HOUR
+    ) -> bool:
+        with self._transaction() as db:
+            mine = db.execute(
+                "SELECT 1 FROM deletions WHERE cluster = ? AND incident_id = ?",
+                (cluster, incident_id),
+            ).fetchone()
+            if mine:
+                return True
+            (count,) = db.execute(
+                "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
+                (cluster, _us(at - window)),
+            ).fetchone()
+            if count >= limit:
+                return False
+            db.execute(
+                "INSERT INTO deletions (cluster, incident_id, at) VALUES (?, ?, ?)",
+                (cluster, incident_id, _us(at)),
+            )
+            return True
 
     def close(self) -> None:
         with self._lock:
