@@ -9,6 +9,10 @@ Targets:
                 HTTP, Slack interactivity / Google Chat app endpoint: a verified Approve
                 or Reject click; publishes one remediation request per approval. It holds
                 no permission to touch nodes or VMs.
+  on_remediation_request
+                Eventarc CloudEvent from LOOPBREAKER_REMEDIATION_TOPIC: re-check, cordon,
+                drain, delete the VM (or report its host), file the support case. Dry run
+                unless LOOPBREAKER_DRY_RUN=false. Its own service account.
 
 Bad input (not base64, not JSON, not a LogEntry, another event type) is logged once at
 ERROR with its messageId and acknowledged by returning normally; a TransientError is
@@ -19,6 +23,7 @@ stops the instance from starting); clients are built on the first call.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from typing import Any
@@ -27,9 +32,11 @@ import functions_framework
 from cloudevents.http import CloudEvent
 
 from loopbreaker import logs
-from loopbreaker.bootstrap import build_chat_actions, build_responder
+from loopbreaker.bootstrap import build_chat_actions, build_remediator, build_responder
 from loopbreaker.chatops import ChatActions
 from loopbreaker.envelope import UndecodableMessage, from_cloud_event
+from loopbreaker.errors import InvalidInput
+from loopbreaker.remediate import Remediator
 from loopbreaker.service import Responder
 from loopbreaker.settings import Runtime, load_settings
 
@@ -38,6 +45,7 @@ logs.configure(SETTINGS.log_level)
 
 _responder: Responder | None = None
 _chat_actions: ChatActions | None = None
+_remediator: Remediator | None = None
 _lock = threading.Lock()
 _JSON = {"Content-Type": "application/json"}
 
@@ -56,6 +64,14 @@ def _get_chat_actions() -> ChatActions:
         if _chat_actions is None:
             _chat_actions = build_chat_actions(SETTINGS)
         return _chat_actions
+
+
+def _get_remediator() -> Remediator:
+    global _remediator
+    with _lock:
+        if _remediator is None:
+            _remediator = build_remediator(SETTINGS)
+        return _remediator
 
 
 @functions_framework.cloud_event
@@ -80,3 +96,30 @@ def on_chat_action(request: Any) -> tuple[str, int, dict[str, str]]:
     # The raw bytes: Slack's signature covers the body exactly as sent, before any parsing.
     reply = _get_chat_actions().handle(dict(request.headers), request.get_data(cache=True))
     return reply.json(), reply.status, _JSON
+
+
+@functions_framework.cloud_event
+def on_remediation_request(cloud_event: CloudEvent) -> None:
+    remediator = _get_remediator()
+    try:
+        delivery = from_cloud_event(cloud_event.get_attributes(), cloud_event.get_data())
+        report = remediator.handle(delivery.entry)
+    except (UndecodableMessage, InvalidInput) as exc:
+        # Acknowledged: a malformed request is never retried, and never acted on.
+        logs.event(
+            logs.get_logger("remediation"),
+            logging.ERROR,
+            f"rejected remediation request: {exc}",
+            event="remediation_request_rejected",
+            message_id=getattr(exc, "message_id", None) or cloud_event.get("id"),
+            reason=str(exc),
+        )
+        return
+    logs.event(
+        logs.get_logger("remediation"),
+        logging.INFO,
+        f"remediation request {report.result.value}: {report.reason}",
+        labels={"incident_id": report.incident_id},
+        event="remediation_request_done",
+        result=report.result.value,
+    )

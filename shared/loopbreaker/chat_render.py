@@ -100,6 +100,9 @@ def slack_message(n: Notification) -> dict[str, Any]:
         blocks.append(
             _section("*Recommended*\n" + "\n".join(f"• {e(r)}" for r in n.recommendations))
         )
+    if n.remediation:
+        body = "\n".join(e(line) for line in n.remediation[1:])
+        blocks.append(_section(f"*{e(n.remediation[0])}*\n{body}"))
     if n.approval_note:
         blocks.append(
             {
@@ -205,6 +208,9 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
         sections.append(
             _chat_section("Recommended", "<br>".join(f"• {h(r)}" for r in n.recommendations))
         )
+    if n.remediation:
+        lines = "<br>".join(h(line) for line in n.remediation[1:])
+        sections.append(_chat_section(n.remediation[0], lines))
     if n.approval_note:
         sections.append(_chat_section("Approval", h(n.approval_note)))
     if n.approval is not None:

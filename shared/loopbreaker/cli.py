@@ -17,6 +17,7 @@ _COMMAND_MODULES = (
     "loopbreaker.commands.validate",
     "loopbreaker.commands.replay",
     "loopbreaker.commands.incidents",
+    "loopbreaker.commands.remediate",
 )
 
 

@@ -78,6 +78,8 @@ class Notification:
     approval: ApprovalPrompt | None = None
     #: Why there are no buttons, or what was decided.
     approval_note: str | None = None
+    #: The remediation's steps so far ("cordon: done: cordoned"), or its dry-run plan.
+    remediation: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -184,7 +186,26 @@ def render(
         recommendations=_recommendations(document),
         approval=prompt,
         approval_note=note,
+        remediation=_progress(incident),
     )
+
+
+def _progress(incident: Incident) -> tuple[str, ...]:
+    record = incident.remediation
+    if record is None:
+        return ()
+    head = "Dry run (nothing was changed):" if record.dry_run else "Remediation:"
+    lines = [head]
+    for step in record.steps:
+        lines.append(f"{step.step.value}: {step.outcome.value}: {step.detail}")
+        lines += [f"  {call}" for call in step.calls if record.dry_run]
+    cordoned = any(s.step.value == "cordon" and s.outcome.value == "done" for s in record.steps)
+    if incident.state is State.FAILED and cordoned:
+        target = incident.approval.target.node if incident.approval else "the node"
+        lines.append(f"{target} stays cordoned; uncordon it once it is safe.")
+    if record.support_case:
+        lines.append(f"Support case: {record.support_case}")
+    return tuple(lines)
 
 
 _INTERRUPTIONS = frozenset(

@@ -199,6 +199,11 @@ class Remediator:
                 )
                 if outcome is Outcome.FAILED and step is not Step.SUPPORT_CASE:
                     return self._finish(current, State.FAILED, f"{step.value} failed: {detail}")
+        except TransientError:
+            # A planned hand-over (the invocation budget ran out mid-drain) or a passing
+            # outage: let the redelivery resume at once instead of waiting out the lease.
+            self.store.update(current.id, release)
+            raise
         except _Stop as stop:
             current = self._record(
                 self._get(current.id),
@@ -386,6 +391,9 @@ class Remediator:
             else:
                 operation = kit.vms.delete_instance(t.project, t.zone, t.instance, request_id)
         except ActionFailed as exc:
+            if exc.status == 404 and not report:
+                # The approved VM (its id checked just now) is gone: what we wanted.
+                return Outcome.DONE, f"VM {t.instance} was already gone (404)", ()
             return Outcome.FAILED, f"{exc}; the node stays cordoned", ()
         verb = "reportHostAsFaulty" if report else "delete"
         call = f"{verb} {t.project}/{t.zone}/{t.instance} requestId={request_id}"
@@ -528,6 +536,13 @@ def claim(incident: Incident, request_id: str, now: datetime, lease: timedelta) 
         )
         return replace(moved, remediation=resumed)
     return None
+
+
+def release(incident: Incident) -> Incident | None:
+    """Give the remediation lease back (the steps done so far stay recorded)."""
+    if incident.state is not State.REMEDIATING or incident.remediation is None:
+        return None
+    return _with_record(incident, lambda r: replace(r, lease_until=None))
 
 
 def _with_record(

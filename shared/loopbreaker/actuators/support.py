@@ -10,7 +10,7 @@ from loopbreaker.readers.google_auth import GoogleCredentials
 
 SOURCE = "cloudsupport:cases"
 #: Used when LOOPBREAKER_SUPPORT_CLASSIFICATION is not set: the first classification found.
-CLASSIFICATION_QUERY = 'display_name:"Compute Engine"'
+CLASSIFICATION_QUERY = 'display_name:"*Compute Engine*"'
 
 
 class SupportApiCases:

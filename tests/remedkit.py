@@ -1,0 +1,139 @@
+"""Test kit for remediation: the faulty-host incident approved in chat, and its cluster.
+
+``approve_faulty`` replays the bundled faulty-host scenario and approves it through the
+on_chat_action service, returning the store and the remediation request exactly as it
+would be published. ``Lab`` serves the scenario's nodes and pods (plus a DaemonSet and a
+mirror pod on the suspect node), its VM and the Support API on 127.0.0.1, and builds the
+executor with the real adapters pointed at them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import chatkit as K
+from fakes import FakeClock, FakeNotifier, FakeQueue, RecordingSleep
+from fakeservers.cluster import ClusterServer
+from fakeservers.compute_ops import ComputeOpsServer
+from fakeservers.kube import write_kubeconfig
+from fakeservers.support import SupportServer
+from google.auth.credentials import AnonymousCredentials
+
+from loopbreaker.bootstrap import build_actuators, build_chat_actions, build_remediator
+from loopbreaker.incidents import Incident
+from loopbreaker.readers.google_auth import GoogleCredentials
+from loopbreaker.remediate import Remediator
+from loopbreaker.remediation import RemediationPolicy
+from loopbreaker.settings import Settings
+from loopbreaker.store.sqlite import SqliteStore
+
+NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
+PROJECT = "customer-ai-project-123"
+ZONE = "us-east5-a"
+INSTANCE_ID = "5464165239889847435"
+HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
+
+
+def approve_faulty(path: Path) -> tuple[Incident, dict[str, Any]]:
+    """A store at ``path`` with the approved faulty-host incident; its remediation request."""
+    incident = K.make_faulty_store(path)
+    store = SqliteStore(path)
+    queue = FakeQueue()
+    clock = FakeClock(K.click_time(incident))
+    service = build_chat_actions(
+        K.chat_settings(), store=store, queue=queue, notifier=FakeNotifier(), clock=clock
+    )
+    reply = service.handle(*K.slack_request(K.slack_payload(K.token_of(incident)), clock()))
+    assert reply.status == 200, reply.body
+    approved = store.get(incident.id)
+    store.close()
+    assert approved is not None
+    [request] = queue.published
+    return approved, request
+
+
+def cluster_objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    nodes = json.loads((K.FAULTY / "nodes.json").read_text())["items"]
+    pods = json.loads((K.FAULTY / "pods.json").read_text())["items"]
+    daemon = copy.deepcopy(next(p for p in pods if p["spec"].get("nodeName") == NODE))
+    daemon["metadata"].update(
+        name="fluentbit-gke-x7k2",
+        namespace="kube-system",
+        ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentbit-gke"}],
+    )
+    mirror = copy.deepcopy(daemon)
+    mirror["metadata"].update(
+        name=f"kube-proxy-{NODE}",
+        ownerReferences=[{"apiVersion": "v1", "kind": "Node", "name": NODE}],
+        annotations={"kubernetes.io/config.mirror": "abc123"},
+    )
+    return nodes, [*pods, daemon, mirror]
+
+
+@dataclass
+class Lab:
+    kube: ClusterServer
+    compute: ComputeOpsServer
+    support: SupportServer
+    kubeconfig: Path
+    store: SqliteStore
+    clock: FakeClock
+    notifier: FakeNotifier
+    sleep: RecordingSleep
+
+    def remediator(self, policy: RemediationPolicy, *, support: bool = True) -> Remediator:
+        settings = Settings()
+        remediation = replace(
+            settings.remediation,
+            policy=policy,
+            kubeconfig=self.kubeconfig,
+            compute_endpoint=self.compute.url,
+            support_parent=f"projects/{PROJECT}" if support else None,
+            support_endpoint=self.support.url,
+        )
+        settings = replace(settings, remediation=remediation)
+        credentials = GoogleCredentials(AnonymousCredentials())
+        return build_remediator(
+            settings,
+            store=self.store,
+            notifier=self.notifier,
+            clock=self.clock,
+            actuators=build_actuators(settings, credentials),
+            sleep=self.sleep,
+        )
+
+    def node(self) -> dict[str, Any]:
+        return next(n for n in self.kube.nodes if n["metadata"]["name"] == NODE)
+
+    def pods_on_node(self) -> list[str]:
+        return sorted(
+            p["metadata"]["name"] for p in self.kube.pods if p["spec"].get("nodeName") == NODE
+        )
+
+    def incident(self, incident_id: str) -> Incident:
+        found = self.store.get(incident_id)
+        assert found is not None
+        return found
+
+
+@contextmanager
+def lab(store_path: Path, clock: FakeClock, tmp: Path) -> Iterator[Lab]:
+    nodes, pods = cluster_objects()
+    with ExitStack() as stack:
+        kube = stack.enter_context(ClusterServer(nodes, pods))
+        compute = stack.enter_context(
+            ComputeOpsServer({(PROJECT, ZONE, NODE): {"id": INSTANCE_ID, "physicalHost": HOST}})
+        )
+        support = stack.enter_context(SupportServer())
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig", kube.url)
+        store = SqliteStore(store_path)
+        stack.callback(store.close)
+        yield Lab(
+            kube, compute, support, kubeconfig, store, clock, FakeNotifier(), RecordingSleep()
+        )
