@@ -525,3 +525,29 @@ def test_concurrent_decisions_on_one_approval_request_record_exactly_one(
     assert final.state in (State.APPROVED, State.REJECTED)
     decided = [e for e in final.audit if e.to_state in (State.APPROVED, State.REJECTED)]
     assert len(decided) == 1 and decided[0].actor == f"slack:{final.approval.actor}"
+
+
+def test_the_deletion_budget_is_per_cluster_per_hour_and_idempotent_per_incident(
+    store: IncidentStore,
+) -> None:
+    assert store.reserve_deletion("c1", "inc-1", T0, 2)
+    assert store.reserve_deletion("c1", "inc-1", T0 + timedelta(minutes=1), 2)  # redelivery
+    assert store.reserve_deletion("c1", "inc-2", T0 + timedelta(minutes=2), 2)
+    assert not store.reserve_deletion("c1", "inc-3", T0 + timedelta(minutes=3), 2)
+    assert store.reserve_deletion("c2", "inc-4", T0 + timedelta(minutes=3), 2)  # other cluster
+    assert store.deletions_since("c1", T0) == 2 and store.deletions_since("c2", T0) == 1
+    # The window slides: an hour after the first deletion there is room again.
+    assert store.reserve_deletion("c1", "inc-3", T0 + timedelta(minutes=61), 2)
+
+
+def test_concurrent_reservations_never_exceed_the_limit(store_factory: StoreFactory) -> None:
+    handles = [store_factory() for _ in range(4)]
+    start = threading.Barrier(8)
+
+    def reserve(n: int) -> bool:
+        start.wait()
+        return _retrying(lambda: handles[n % 4].reserve_deletion("c1", f"inc-{n}", T0, 2))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        granted = list(pool.map(reserve, range(8)))
+    assert sum(granted) == 2 and handles[0].deletions_since("c1", T0) == 2

@@ -219,12 +219,24 @@ def build_actuators(
 
     config = settings.remediation
     creds = credentials or GoogleCredentials()
-    vms = ComputeVms(api_endpoint=config.compute_endpoint, credentials=creds)
+
+    def for_endpoint(endpoint: str | None) -> GoogleCredentials:
+        # Never send a bearer token in clear text: a plain-http endpoint (a local test
+        # server, a sidecar proxy) is called without credentials.
+        if credentials is None and endpoint and endpoint.startswith("http://"):
+            from google.auth.credentials import AnonymousCredentials
+
+            return GoogleCredentials(AnonymousCredentials())  # type: ignore[no-untyped-call]
+        return creds
+
+    vms = ComputeVms(
+        api_endpoint=config.compute_endpoint, credentials=for_endpoint(config.compute_endpoint)
+    )
     support = (
         SupportApiCases(
             classification=config.support_classification,
             api_endpoint=config.support_endpoint,
-            credentials=creds,
+            credentials=for_endpoint(config.support_endpoint),
         )
         if config.support_parent
         else None
