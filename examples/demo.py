@@ -163,7 +163,34 @@ def approve_in_chat() -> int:
         incident_id = listed.stdout.split()[0]
         shown = run([str(CLI), "incidents", "show", incident_id, "--store", store_arg])
         sys.stdout.write(shown.stdout)
-        return int(shown.returncode != 0 or ": approved" not in shown.stdout)
+        if shown.returncode != 0 or ": approved" not in shown.stdout:
+            return 1
+        return remediation_plan(incident_id, store_arg)
+
+
+def remediation_plan(incident_id: str, store_arg: str) -> int:
+    """The dry-run plan of the approved incident, against a local cluster and Compute API."""
+    import remedkit
+    from fakeservers.cluster import ClusterServer
+    from fakeservers.compute_ops import ComputeOpsServer
+    from fakeservers.kube import write_kubeconfig
+
+    print("\n=== remediation (dry run): what on_remediation_request would do")
+    nodes, pods = remedkit.cluster_objects()
+    vm = (remedkit.PROJECT, remedkit.ZONE, remedkit.NODE)
+    spec = {"id": remedkit.INSTANCE_ID, "physicalHost": remedkit.HOST}
+    with ClusterServer(nodes, pods) as kube, ComputeOpsServer({vm: spec}) as compute:
+        kubeconfig = write_kubeconfig(DEMO_DIR / "kubeconfig", kube.url)
+        argv = [str(CLI), "remediate", incident_id, "--store", store_arg, "--dry-run"]
+        argv += ["--kubeconfig", str(kubeconfig.relative_to(Path.cwd()))]
+        argv += ["--compute-endpoint", compute.url]
+        planned = run(argv, {"LOOPBREAKER_LOG_LEVEL": "WARNING"})
+        sys.stdout.write(planned.stdout)
+        if planned.returncode != 0 or kube.mutations or compute.deletes:
+            sys.stdout.write(planned.stderr)
+            return 1
+        print("(no mutating request was sent: the local cluster and Compute API saw only reads)")
+    return 0
 
 
 def _block_actions(message_ts: str, value: str) -> dict[str, Any]:
