@@ -139,6 +139,10 @@ class FakeStore:
         self._react("signals")
         return list(self.kept.get(incident_id, ()))
 
+    def tally(self, incident_id: str) -> list[incidents.Tallied] | None:
+        self._react("tally")
+        return None
+
     def host_history(
         self, names: Collection[str], *, exclude_incident: str | None = None
     ) -> list[HostFailureRecord]:

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from loopbreaker.incidents import Incident, State
+from loopbreaker.store.base import refresh
 from loopbreaker.store.firestore import FirestoreStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,7 +237,11 @@ def test_a_storm_through_pubsub_push_and_functions_lands_in_firestore(
 
     found = {i.key.name: i for i in store.list_incidents()}
     assert set(found) == {POOL, f"default/{JOBSET}"}  # one incident per key, no duplicates
-    pool_incident, jobset_incident = found[POOL], found[f"default/{JOBSET}"]
+    # Firestore's ingest writes only each arrival's own documents; counting happens once,
+    # when the incident is settled.
+    pool_incident = refresh(store, found[POOL].id, 500)
+    jobset_incident = refresh(store, found[f"default/{JOBSET}"].id, 500)
+    assert pool_incident is not None and jobset_incident is not None
     assert pool_incident.signal_count == PREEMPTIONS  # no lost update, no double count
     assert pool_incident.counts == {"preemption": PREEMPTIONS}
     assert jobset_incident.counts == {"nccl_timeout": TIMEOUTS}

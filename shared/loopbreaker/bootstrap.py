@@ -36,6 +36,7 @@ def build_store(settings: Settings) -> IncidentStore:
             database=settings.firestore_database,
             prefix=settings.collection_prefix,
             dedup_retention=settings.dedup_retention,
+            max_signals=settings.max_signals,
         )
     from loopbreaker.store.sqlite import SqliteStore
 

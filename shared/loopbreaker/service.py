@@ -244,7 +244,8 @@ class Responder:
             policy=self._policy,
         )
         result = self.store.ingest(arrival)
-        if result.duplicate or result.incident is None:
+        incident_id = result.joined
+        if result.duplicate or incident_id is None:
             return self._duplicate(message_id, signal, labels)
         self._count(Status.ACCEPTED)
         incident = result.incident
@@ -252,17 +253,18 @@ class Responder:
             self._log,
             logging.INFO,
             "incident opened" if result.created else "signal added to incident",
-            labels={**incident.labels(), **labels},
+            labels={**(incident.labels() if incident else {"incident_id": incident_id}), **labels},
             event="incident_opened" if result.created else "signal_added",
             kind=signal.kind.value,
             key=str(key),
-            signal_count=incident.signal_count,
+            # Stores that count at settle time do not know the count yet.
+            signal_count=incident.signal_count if incident else None,
             insert_id=signal.insert_id,
         )
         return Outcome(
             Status.ACCEPTED,
             message_id,
-            incident_id=incident.id,
+            incident_id=incident_id,
             created=result.created,
             kind=signal.kind.value,
         )
@@ -375,6 +377,11 @@ class Responder:
         self._notify(expired.incident, report)
 
     def _settle_one(self, incident_id: str, now: datetime, report: SettleReport) -> None:
+        # A store that writes nothing shared per arrival (Firestore) is counted now, once.
+        tallied = self.store.tally(incident_id)
+        if tallied is not None:
+            cap = self.settings.max_signals
+            self.store.update(incident_id, lambda i: incidents.recount(i, tallied, cap))
         claimed = self.store.update(incident_id, lambda i: incidents.claim(i, now))
         if not claimed.changed or claimed.incident is None:
             return  # someone else holds it, or it is no longer due
@@ -383,6 +390,8 @@ class Responder:
             # Final incidents are never diagnosed again: only a failed notification is due.
             self._notify(incident, report)
             self.store.update(incident_id, incidents.settled)
+            return
+        if tallied is not None and self._not_yet(incident, now, report):
             return
         context = incidents.context_for(incident)
         budget = QueryBudget(self.settings.query_budget)
@@ -417,6 +426,11 @@ class Responder:
         )
         if not stored.changed or stored.incident is None:
             return
+        if tallied is not None and stored.incident.settle_at is None:
+            # Signals that arrived during the diagnosis did not touch the head: look once
+            # more after the settle time, and diagnose again only if there are any.
+            check = now + self.settings.settle_time
+            self.store.update(incident_id, lambda i: incidents.postpone(i, check))
         report.diagnosed.append(incident_id)
         self._count("diagnosed")
         event(
@@ -433,6 +447,20 @@ class Responder:
             signal_count=stored.incident.signal_count,
         )
         self._notify(stored.incident, report)
+
+    def _not_yet(self, incident: Incident, now: datetime, report: SettleReport) -> bool:
+        """For a store that counts at settle: still receiving, or nothing new? Then wait."""
+        quiet = incident.last_signal_at + self.settings.settle_time
+        if quiet > now:
+            self.store.update(incident.id, lambda i: incidents.postpone(i, quiet))
+            return True
+        diagnosis = incident.diagnosis
+        if diagnosis is not None and diagnosis.signal_revision >= incident.signal_revision:
+            # The look after a diagnosis found no new signal: settled until one arrives.
+            self._notify(incident, report)
+            self.store.update(incident.id, incidents.quiet)
+            return True
+        return False
 
     def _notify(self, incident: Incident, report: SettleReport) -> None:
         message = notify.render(

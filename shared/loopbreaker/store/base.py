@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from loopbreaker.incidents import Arrival, Incident, State
+from loopbreaker.incidents import Arrival, Incident, State, Tallied
 from loopbreaker.model import HostFailureRecord, Signal
 
 HOUR = timedelta(hours=1)
@@ -29,8 +29,16 @@ Change = Callable[[Incident], Incident | None]
 @dataclass(frozen=True)
 class IngestResult:
     duplicate: bool
+    #: The incident as the store last wrote it; None when the arrival wrote only its own
+    #: documents (Firestore counts at settle time) -- then ``incident_id`` names it.
     incident: Incident | None = None
     created: bool = False
+    incident_id: str | None = None
+
+    @property
+    def joined(self) -> str | None:
+        """The id of the incident the arrival went to, None for a duplicate."""
+        return self.incident.id if self.incident is not None else self.incident_id
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,14 @@ class IncidentStore(Protocol):
         """The signals kept for an incident, in arrival order."""
         ...
 
+    def tally(self, incident_id: str) -> list[Tallied] | None:
+        """All the incident's stored signals, for a store whose ingest does not count.
+
+        None: the head's counts, span and names are exact already (SQLite, the fake).
+        Otherwise the caller derives them with :func:`loopbreaker.incidents.recount`.
+        """
+        ...
+
     def host_history(
         self, names: Collection[str], *, exclude_incident: str | None = None
     ) -> list[HostFailureRecord]:
@@ -109,3 +125,17 @@ class IncidentStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def refresh(store: IncidentStore, incident_id: str, max_signals: int) -> Incident | None:
+    """The incident with exact counts, span and names, whatever the store.
+
+    A store that counts on ingest (``tally`` is None) has them already; otherwise they
+    are derived from the stored signals and written to the head once.
+    """
+    from loopbreaker.incidents import recount
+
+    tallied = store.tally(incident_id)
+    if tallied is None:
+        return store.get(incident_id)
+    return store.update(incident_id, lambda i: recount(i, tallied, max_signals)).incident

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from loopbreaker import incidents
 from loopbreaker.errors import ConfigError, TransientError
-from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
+from loopbreaker.incidents import Arrival, Incident, IndexEntry, State, Tallied
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
@@ -265,6 +265,9 @@ class SqliteStore:
                 "SELECT data FROM signals WHERE incident_id = ? ORDER BY seq", (incident_id,)
             ).fetchall()
         return [Signal.from_dict(json.loads(r[0])) for r in rows]
+
+    def tally(self, incident_id: str) -> list[Tallied] | None:
+        return None  # every arrival updates the head in its own transaction
 
     def host_history(
         self, names: Collection[str], *, exclude_incident: str | None = None
