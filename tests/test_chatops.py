@@ -435,3 +435,48 @@ def test_without_a_signing_key_every_click_is_refused(
 
 def _clock_at(moment: datetime) -> FakeClock:
     return FakeClock(moment)
+
+
+# --- found by probing from outside -----------------------------------------------------
+
+
+def test_an_absurd_slack_timestamp_is_401_not_a_crash(desk: Desk) -> None:
+    headers, body = K.slack_request(K.slack_payload(desk.token), desk.clock())
+    headers["X-Slack-Request-Timestamp"] = "9" * 400
+    desk.assert_refused(desk.service.handle(headers, body), 401, "is not a number")
+
+
+def test_a_non_string_action_id_is_400(desk: Desk) -> None:
+    payload = K.slack_payload(desk.token)
+    payload["actions"][0]["action_id"] = ["approve_remediation"]
+    desk.assert_refused(desk.slack(payload), 400, "unknown action")
+
+
+def test_a_click_that_names_no_message_is_refused_once_the_message_is_known(
+    desk: Desk,
+) -> None:
+    ts = "1779265266.000100"
+    desk.store.update(
+        desk.incident.id,
+        lambda i: replace(i, chat={"platform": "slack", "channel": K.CHANNEL, "ts": ts}),
+    )
+    desk.incident = desk.current()
+    payload = K.slack_payload(desk.token)
+    payload.pop("container")
+    desk.assert_refused(desk.slack(payload), 400, "came from message None")
+
+
+def test_a_failure_after_the_decision_is_committed_still_answers_200(desk: Desk) -> None:
+    real = desk.store.update
+    calls = {"n": 0}
+
+    def flaky(incident_id: str, change: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:  # recording the publish
+            raise TransientError("store blip")
+        return real(incident_id, change)
+
+    desk.store.update = flaky  # type: ignore[method-assign]
+    reply = desk.approve()
+    assert reply.status == 200 and "approved" in reply.body["text"]
+    assert desk.current().state is State.APPROVED and len(desk.queue.published) == 1

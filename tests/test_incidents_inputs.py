@@ -275,3 +275,9 @@ def test_gcloud_pull_output_replays_like_a_push() -> None:
     pulled = {"ackId": "ack-1", "message": {"data": b64(ENTRY), "messageId": "11"}}
     delivery = decode(pulled)
     assert (delivery.message_id, delivery.entry) == ("11", ENTRY)
+
+
+@pytest.mark.parametrize("name", ["STALE_AFTER", "GROUPING_WINDOW", "DRAIN_TIMEOUT"])
+def test_absurd_durations_are_refused_naming_the_variable(name: str) -> None:
+    with pytest.raises(ConfigError, match=f"LOOPBREAKER_{name}=.*longer than 366d"):
+        load_settings({f"LOOPBREAKER_{name}": "99999999999d"})

@@ -345,7 +345,7 @@ def test_the_circuit_breaker_refuses_when_much_of_the_pool_is_not_ready(
                 cond["status"] = "Unknown"
     lab.remediator(LIVE).handle(request_)
     note = lab.incident(request_["incident_id"]).audit[-1].note
-    assert "2 of 4 nodes" in note and "fleet-wide" in note and mutations(lab) == []
+    assert "2 of 3 other nodes" in note and "fleet-wide" in note and mutations(lab) == []
 
 
 def test_the_deletion_budget_is_counted_per_cluster(lab: R.Lab, request_: dict[str, Any]) -> None:
@@ -436,3 +436,93 @@ def test_steps_are_the_documented_names() -> None:
     assert [s.value for s in Step] == [
         "recheck", "cordon", "drain", "delete_vm", "report_host_faulty", "support_case"
     ]  # fmt: skip
+
+
+# --- found by probing from outside -----------------------------------------------------
+
+
+def test_a_terminating_pod_is_waited_for_not_evicted_again(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    pod = next(p for p in lab.kube.pods if p["metadata"]["name"].endswith("7zpkt"))
+    pod["metadata"]["deletionTimestamp"] = "2026-05-20T08:40:00Z"
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        if len(waited) == 2:  # the pod finishes shutting down
+            lab.kube.pods.remove(pod)
+
+    lab.sleep = sleep  # type: ignore[assignment]
+    assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
+    assert lab.kube.evictions == [] and waited == [5.0, 10.0]
+
+
+@pytest.mark.parametrize(
+    "strip",
+    [
+        lambda n: n["metadata"]["labels"].pop("cloud.google.com/gce-topology-host"),
+        lambda n: n["spec"].pop("providerID"),
+        lambda n: n["metadata"]["annotations"].pop("container.googleapis.com/instance_id"),
+    ],
+    ids=["no_host_label", "no_provider_id", "no_instance_id"],
+)
+def test_a_node_missing_an_identity_is_not_touched(
+    lab: R.Lab, request_: dict[str, Any], strip: Callable[[dict[str, Any]], None]
+) -> None:
+    strip(lab.node())
+    lab.remediator(LIVE).handle(request_)
+    assert lab.incident(request_["incident_id"]).state is State.FAILED
+    assert mutations(lab) == [] and lab.compute.deletes == []
+
+
+def test_a_vm_compute_places_on_another_host_is_not_touched(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]["physicalHost"] = "a-healthy-host"
+    lab.remediator(LIVE).handle(request_)
+    incident = lab.incident(request_["incident_id"])
+    assert incident.state is State.FAILED and "a-healthy-host" in incident.audit[-1].note
+    assert mutations(lab) == []
+
+
+def test_the_suspect_node_itself_does_not_trip_the_circuit_breaker(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    lab.kube.nodes = [n for n in lab.kube.nodes if n["metadata"]["name"] in (R.NODE,)] + [
+        n for n in lab.kube.nodes if n["metadata"]["name"] != R.NODE
+    ][:2]
+    for cond in lab.node()["status"]["conditions"]:
+        if cond["type"] == "Ready":
+            cond["status"] = "Unknown"
+    assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
+
+
+def test_a_vm_recreated_between_the_recheck_and_the_delete_is_not_deleted(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    original = lab.compute.route
+    gets = {"n": 0}
+
+    def recreate_on_second_read(request: Any) -> Any:
+        if request.method == "GET" and request.path.endswith(f"/instances/{R.NODE}"):
+            gets["n"] += 1
+            if gets["n"] == 2:
+                lab.compute.recreate(R.PROJECT, R.ZONE, R.NODE, "7777777777777777777")
+        return original(request)
+
+    lab.compute.route = recreate_on_second_read  # type: ignore[method-assign]
+    lab.remediator(LIVE).handle(request_)
+    incident = lab.incident(request_["incident_id"])
+    assert incident.state is State.FAILED and "7777777777777777777" in incident.audit[-1].note
+    assert lab.compute.deletes == [] and lab.compute.deleted == []
+
+
+@pytest.mark.parametrize("incident_id", ["a/b", "inc-../x", "", 42])
+def test_a_request_with_a_malformed_incident_id_is_invalid_input(
+    lab: R.Lab, request_: dict[str, Any], incident_id: object
+) -> None:
+    from loopbreaker.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="not an incident id"):
+        lab.remediator(LIVE).handle({**request_, "incident_id": incident_id})

@@ -192,6 +192,24 @@ class ChatActions:
             instance=request.instance,
             instance_id=request.instance_id,
         )
+        try:
+            return self._after_decision(click, incident, decision, now)
+        except TransientError as exc:
+            # The decision is committed; whatever failed after it is retried by settle.
+            event(
+                self._log,
+                logging.ERROR,
+                f"incident {incident.id} {decision.value}; a follow-up write failed: {exc}",
+                labels=labels,
+                event="chat_action_follow_up_failed",
+                reason=str(exc),
+            )
+            text = f"Incident {incident.id} {decision.value}; the message updates shortly."
+            return ChatReply(200, {"text": text, "incident_id": incident.id})
+
+    def _after_decision(
+        self, click: Click, incident: Incident, decision: Decision, now: datetime
+    ) -> ChatReply:
         published = None
         if decision is Decision.APPROVED:
             published, incident = publish_approved(self.store, self.queue, incident, now, self._log)
@@ -247,10 +265,11 @@ class ChatActions:
 
 
 def _same_message(incident: Incident, click: Click) -> None:
-    """A click must come from the incident's own message, when both are known."""
+    """A click must come from the incident's own message, whenever that one is known."""
     where = incident.chat or {}
     known = where.get("ts") if click.platform is Platform.SLACK else where.get("message")
-    if known and click.message and click.message != known:
+    same_platform = where.get("platform") == click.platform.value
+    if known and same_platform and click.message != known:
         raise ApprovalInvalid(
             f"the click came from message {click.message}, not incident {incident.id}'s"
         )
@@ -277,7 +296,7 @@ def parse_slack(body: bytes) -> Click:
         raise ApprovalInvalid("Slack payload must carry exactly one action")
     action = actions[0]
     action_id = action.get("action_id")
-    if action_id not in CHAT_ACTIONS:
+    if not isinstance(action_id, str) or action_id not in CHAT_ACTIONS:
         raise ApprovalInvalid(f"unknown action {action_id!r}")
     user = payload.get("user")
     user_id = user.get("id") if isinstance(user, Mapping) else None
@@ -305,7 +324,7 @@ def parse_google_chat(body: bytes) -> Click:
     action = event_.get("action") if isinstance(event_.get("action"), Mapping) else {}
     assert isinstance(common, Mapping) and isinstance(action, Mapping)
     function = common.get("invokedFunction") or action.get("actionMethodName")
-    if function not in CHAT_ACTIONS:
+    if not isinstance(function, str) or function not in CHAT_ACTIONS:
         raise ApprovalInvalid(f"unknown action {function!r}")
     parameters = {**_parameters(action.get("parameters")), **_parameters(common.get("parameters"))}
     user = event_.get("user")
@@ -341,7 +360,7 @@ def _parameters(value: object) -> dict[str, object]:
 def _json_object(raw: str | bytes, what: str) -> Mapping[str, Any]:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ApprovalInvalid(f"{what} is not JSON: {exc}") from exc
     if not isinstance(value, Mapping):
         raise ApprovalInvalid(f"{what} is not a JSON object")

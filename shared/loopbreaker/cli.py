@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from loopbreaker import __version__
-from loopbreaker.errors import InvalidInput
+from loopbreaker.errors import InvalidInput, StoreError, TransientError
 
 # Each module registers one or more subcommands; argparse calls ``args.handler(args)``.
 _COMMAND_MODULES = (
@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInput as exc:
         print(f"loopbreaker: error: {exc}", file=sys.stderr)
         return 2
+    except (TransientError, StoreError) as exc:
+        print(f"loopbreaker: error: {exc} (try again later)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -29,7 +29,9 @@ from loopbreaker.incidents import Incident, State
 from loopbreaker.logs import event, get_logger
 from loopbreaker.notify import Notifier
 from loopbreaker.remediation import (
+    POOL_LABEL,
     REMEDIATION_LEASE,
+    DrainMode,
     ForgedRequest,
     HostAction,
     Outcome,
@@ -144,12 +146,7 @@ class Remediator:
             approval = check_request(request, incident.approval)
         except ForgedRequest as exc:
             return self._ignored(request, str(exc))
-        if incident.state in (State.REMEDIATED, State.FAILED) or (
-            incident.remediation is not None
-            and incident.remediation.dry_run
-            and self.policy.dry_run
-            and incident.remediation.request_id == request.dedup_id
-        ):
+        if incident.state in (State.REMEDIATED, State.FAILED):
             return Report(Result.DUPLICATE, incident.id, f"already {incident.state.value}")
         if incident.state not in (State.APPROVED, State.REMEDIATING):
             return self._ignored(request, f"incident is {incident.state.value}")
@@ -244,7 +241,8 @@ class Remediator:
         try:
             node = kit.nodes.get_node(t.node)
             instance = kit.vms.get_instance(t.project, t.zone, t.instance)
-            pool = list(kit.nodes.pool_nodes(t.node_pool)) if t.node_pool else []
+            pool_name = (node.labels.get(POOL_LABEL) if node else None) or t.node_pool
+            pool = list(kit.nodes.pool_nodes(pool_name)) if pool_name else []
         except ActionFailed as exc:
             return Outcome.FAILED, f"cannot re-check: {exc}", ()
         since = self.clock() - timedelta(hours=1)
@@ -293,16 +291,20 @@ class Remediator:
             self.store.update(incident.id, lambda i: mark_drain_start(i, drain_start))
         deadline = (drain_start or self.clock()) + self.policy.drain_timeout
         attempt = 0
-        evicted: list[str] = []
+        evicted: set[str] = set()
         while True:
             try:
                 pods = kit.nodes.pods_on(t.node)
             except ActionFailed as exc:
                 return Outcome.FAILED, f"cannot list the node's pods: {exc}", ()
             to_evict, skipped = evictable(pods)
-            if not to_evict:
+            # Evicted pods that are still shutting down (deletionTimestamp set) are waited
+            # for, as kubectl drain does, never evicted again.
+            terminating = [p for p in to_evict if p.terminating]
+            to_evict = [p for p in to_evict if not p.terminating]
+            if not to_evict and not terminating:
                 detail = f"drained: {len(evicted)} pod(s) evicted, {len(skipped)} left alone"
-                return Outcome.DONE, detail, tuple(f"evict {p}" for p in evicted)
+                return Outcome.DONE, detail, tuple(f"evict {p}" for p in sorted(evicted))
             blocked = []
             for pod in to_evict:
                 try:
@@ -313,26 +315,24 @@ class Remediator:
                 if result is Eviction.BLOCKED:
                     blocked.append(pod)
                 elif result is Eviction.EVICTED:
-                    evicted.append(f"{pod.namespace}/{pod.name}")
+                    evicted.add(f"{pod.namespace}/{pod.name}")
             if kit.dry_run:
                 names = ", ".join(f"{p.namespace}/{p.name}" for p in to_evict)
                 return Outcome.PLANNED, f"would evict {len(to_evict)} pod(s): {names}", ()
-            if not blocked:
-                attempt = 0
-                continue  # re-list: the evicted pods may still be terminating
+            waiting = blocked + terminating
             now = self.clock()
-            names = ", ".join(f"{p.namespace}/{p.name}" for p in blocked)
-            if now >= deadline:
-                if self.policy.drain_mode.value == "delete-after-timeout":
-                    for pod in blocked:
+            names = ", ".join(f"{p.namespace}/{p.name}" for p in waiting)
+            if waiting and now >= deadline:
+                if self.policy.drain_mode is DrainMode.DELETE_AFTER_TIMEOUT:
+                    for pod in waiting:
                         try:
                             kit.nodes.delete_pod(pod)
                         except ActionFailed as exc:
                             return Outcome.FAILED, f"{exc}; the node stays cordoned", ()
                     return (
                         Outcome.DONE,
-                        f"drain timed out; deleted {len(blocked)} pod(s) a "
-                        f"PodDisruptionBudget kept: {names}",
+                        f"drain timed out; deleted {len(waiting)} pod(s) that would not go: "
+                        f"{names}",
                         (),
                     )
                 raise _Stop(
@@ -340,41 +340,23 @@ class Remediator:
                     f"drain timed out after {self.policy.drain_timeout}; pods that could not "
                     f"be evicted: {names}; the node stays cordoned",
                 )
-            if now - started >= INVOCATION_BUDGET:
+            if waiting and now - started >= INVOCATION_BUDGET:
                 raise TransientError(
-                    f"drain of {t.node} still blocked by PodDisruptionBudgets ({names}); "
-                    "resuming on redelivery"
+                    f"drain of {t.node} still waiting for {names}; resuming on redelivery"
                 )
-            attempt += 1
-            wait = min(backoff(attempt), deadline - now)
-            self._sleep(max(wait.total_seconds(), 0.0))
+            if waiting:
+                # Every pass that waits for something waits a little longer; never a spin.
+                attempt += 1
+                wait = min(backoff(attempt), deadline - now)
+                self._sleep(max(wait.total_seconds(), 0.0))
 
     def _isolate_vm(
         self, incident: Incident, approval: Approval, started: datetime, kit: Actuators
     ) -> StepResult:
         t = approval.target
         request_id = delete_request_id(incident.id, approval.request_id)
-        # Re-read right before the irreversible call: never touch a recreated VM.
-        try:
-            instance = kit.vms.get_instance(t.project, t.zone, t.instance)
-        except ActionFailed as exc:
-            return Outcome.FAILED, f"cannot re-read VM {t.instance}: {exc}", ()
         record = incident.remediation
         sent_before = record is not None and record.delete_request_id == request_id
-        if instance is None:
-            if sent_before:
-                return Outcome.DONE, f"VM {t.instance} is deleted", ()
-            return Outcome.FAILED, f"VM {t.instance} no longer exists; nothing deleted", ()
-        if instance.id != t.instance_id:
-            what = "deleted, and recreated" if sent_before else "recreated"
-            if sent_before:
-                return Outcome.DONE, f"VM {t.instance} was {what} with id {instance.id}", ()
-            return (
-                Outcome.FAILED,
-                f"VM {t.instance} now has id {instance.id}, not the approved {t.instance_id}; "
-                "nothing deleted",
-                (),
-            )
         report = self.policy.host_action is HostAction.REPORT_FAULTY
         limit = self.policy.max_deletions_per_hour
         reserve = not report and not kit.dry_run
@@ -385,11 +367,38 @@ class Remediator:
             return Outcome.FAILED, f"{reason}; limit reached", ()
         if not kit.dry_run:
             self.store.update(incident.id, lambda i: mark_delete_sent(i, request_id))
+        # Re-read as the very last thing before the irreversible call (after the store
+        # writes): never touch a recreated VM.
+        try:
+            instance = kit.vms.get_instance(t.project, t.zone, t.instance)
+        except ActionFailed as exc:
+            return Outcome.FAILED, f"cannot re-read VM {t.instance}: {exc}", ()
+        if instance is None:
+            if sent_before:
+                return Outcome.DONE, f"VM {t.instance} is deleted", ()
+            return Outcome.FAILED, f"VM {t.instance} no longer exists; nothing deleted", ()
+        if instance.id != t.instance_id:
+            if sent_before:
+                return (
+                    Outcome.DONE,
+                    f"VM {t.instance} was deleted and recreated as {instance.id}",
+                    (),
+                )
+            return (
+                Outcome.FAILED,
+                f"VM {t.instance} now has id {instance.id}, not the approved {t.instance_id}; "
+                "nothing deleted",
+                (),
+            )
         try:
             if report:
-                operation = kit.vms.report_host_faulty(t.project, t.zone, t.instance, request_id)
+                operation = kit.vms.report_host_faulty(
+                    t.project, t.zone, t.instance, request_id, t.instance_id
+                )
             else:
-                operation = kit.vms.delete_instance(t.project, t.zone, t.instance, request_id)
+                operation = kit.vms.delete_instance(
+                    t.project, t.zone, t.instance, request_id, t.instance_id
+                )
         except ActionFailed as exc:
             if exc.status == 404 and not report:
                 # The approved VM (its id checked just now) is gone: what we wanted.

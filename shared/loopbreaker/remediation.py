@@ -15,6 +15,7 @@ the last hour are under the limit.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -178,6 +179,9 @@ class RemediationRecord:
 # --- the request ---------------------------------------------------------------------
 
 
+_INCIDENT_ID = re.compile(r"^inc-[0-9a-f]{16}$")
+
+
 class ForgedRequest(LoopbreakerError):
     """A remediation request that is not the incident's recorded approval: ignore it."""
 
@@ -194,6 +198,9 @@ class RemediationRequest:
     def parse(cls, data: object) -> RemediationRequest:
         if not isinstance(data, Mapping):
             raise InvalidInput("a remediation request must be a JSON object")
+        incident_id = data.get("incident_id")
+        if not isinstance(incident_id, str) or not _INCIDENT_ID.match(incident_id):
+            raise InvalidInput(f"remediation request: {incident_id!r} is not an incident id")
         try:
             return cls(
                 incident_id=str(data["incident_id"]),
@@ -202,7 +209,7 @@ class RemediationRequest:
                 action=str(data["action"]),
                 target=Target.from_dict(data["target"]),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise InvalidInput(f"remediation request lacks {exc}") from exc
 
 
@@ -253,6 +260,8 @@ class PodState:
     owner_kinds: tuple[str, ...] = ()
     mirror: bool = False
     phase: str | None = None
+    #: ``metadata.deletionTimestamp`` is set: evicted or deleted, still shutting down.
+    terminating: bool = False
 
 
 def recheck(
@@ -281,7 +290,19 @@ def recheck(
             f"VM {target.instance} now has id {instance.id}, not the approved "
             f"{target.instance_id}: it was recreated; the approved VM is gone"
         )
-    reasons += fleet_reasons(pool, policy, target.node_pool)
+    elif (
+        target.host_known
+        and instance.physical_host
+        and instance.physical_host != target.physical_host
+    ):
+        reasons.append(
+            f"Compute Engine puts VM {target.instance} on host {instance.physical_host}, not "
+            f"the suspect {target.physical_host}"
+        )
+    pool_name = (node.labels.get(POOL_LABEL) if node else None) or target.node_pool
+    if pool_name is None:
+        reasons.append("the node pool is unknown, so the circuit breaker cannot be checked")
+    reasons += fleet_reasons(pool, policy, pool_name, suspect=target.node)
     if policy.host_action is HostAction.DELETE and (
         deletions_last_hour >= policy.max_deletions_per_hour
     ):
@@ -296,15 +317,18 @@ def _node_reasons(target: Target, node: NodeState, policy: RemediationPolicy) ->
     reasons = []
     if node.labels.get(OPT_OUT_LABEL) == OPT_OUT_VALUE:
         reasons.append(f"node {node.name} opted out ({OPT_OUT_LABEL}={OPT_OUT_VALUE})")
+    # Every identity the node carries must still be the approved one; a missing one is a
+    # doubt, and doubt means do nothing.
     host = node.labels.get(HOST_LABEL)
-    if target.host_known and host and host != target.physical_host:
+    if target.host_known and host != target.physical_host:
         reasons.append(
-            f"node {node.name} is now on host {host}, not the suspect {target.physical_host}"
+            f"node {node.name} is on host {host or '(no ' + HOST_LABEL + ' label)'}, not the "
+            f"suspect {target.physical_host}"
         )
     expected = f"gce://{target.project}/{target.zone}/{target.instance}"
-    if node.provider_id and node.provider_id != expected:
+    if node.provider_id != expected:
         reasons.append(f"node {node.name} is backed by {node.provider_id}, not {expected}")
-    if node.instance_id and node.instance_id != target.instance_id:
+    if node.instance_id != target.instance_id:
         reasons.append(
             f"node {node.name} is backed by VM id {node.instance_id}, not {target.instance_id}"
         )
@@ -315,7 +339,11 @@ def _node_reasons(target: Target, node: NodeState, policy: RemediationPolicy) ->
 
 
 def fleet_reasons(
-    pool: Sequence[NodeState], policy: RemediationPolicy, pool_name: str | None
+    pool: Sequence[NodeState],
+    policy: RemediationPolicy,
+    pool_name: str | None,
+    *,
+    suspect: str | None = None,
 ) -> list[str]:
     """The circuit breaker: refuse when too much of the pool is NotReady.
 
@@ -323,12 +351,14 @@ def fleet_reasons(
     the node itself (:func:`_node_reasons`).
     """
     reasons = []
-    if pool:
-        unready = sum(1 for n in pool if n.ready is not True)
-        share = unready / len(pool)
+    # The suspect node itself is expected to be NotReady: it is the one being fixed.
+    others = [n for n in pool if n.name != suspect]
+    if others:
+        unready = sum(1 for n in others if n.ready is not True)
+        share = unready / len(others)
         if share > policy.max_unready_share:
             reasons.append(
-                f"{unready} of {len(pool)} nodes of pool {pool_name} are NotReady "
+                f"{unready} of {len(others)} other nodes of pool {pool_name} are NotReady "
                 f"({share:.0%} > {policy.max_unready_share:.0%}): a fleet-wide problem, "
                 "not a bad host; escalate"
             )

@@ -28,6 +28,8 @@ from loopbreaker.remediation import (
 )
 
 PREFIX = "LOOPBREAKER_"
+#: No duration setting may exceed this (date arithmetic on it must not overflow).
+MAX_DURATION = timedelta(days=366)
 
 #: Signals of one key whose event times are at most this far apart form one incident.
 DEFAULT_GROUPING_WINDOW = timedelta(minutes=30)
@@ -510,7 +512,10 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a duration with a unit, such as 60s, 30m, 6h or 7d")
-    return timedelta(seconds=float(match[1]) * _UNITS[match[2]])
+    seconds = float(match[1]) * _UNITS[match[2]]
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"{text!r} is longer than {MAX_DURATION.days}d")
+    return timedelta(seconds=seconds)
 
 
 def _duration(name: str, raw: str | None, default: timedelta) -> timedelta:

@@ -42,6 +42,8 @@ class SlackVerifier:
         if not timestamp or not signature:
             raise Unauthenticated("missing X-Slack-Request-Timestamp or X-Slack-Signature")
         try:
+            if len(timestamp) > 12:
+                raise ValueError("too long")  # a unix time in seconds has 10 digits
             sent = int(timestamp)
         except ValueError as exc:
             raise Unauthenticated(

@@ -45,11 +45,16 @@ class Nodes(Protocol):
 class Vms(Protocol):
     def get_instance(self, project: str, zone: str, name: str) -> InstanceState | None: ...
 
-    def delete_instance(self, project: str, zone: str, name: str, request_id: str) -> str:
-        """Delete and wait for the zone operation; its name. ActionFailed on its error."""
+    def delete_instance(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
+        """Delete and wait for the zone operation; its name. ActionFailed on its error,
+        and when the operation acted on another VM id than ``expected_id``."""
         ...
 
-    def report_host_faulty(self, project: str, zone: str, name: str, request_id: str) -> str:
+    def report_host_faulty(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
         """``instances.reportHostAsFaulty`` and wait; the operation's name."""
         ...
 
@@ -116,14 +121,18 @@ class DryRunVms:
     def get_instance(self, project: str, zone: str, name: str) -> InstanceState | None:
         return self._reads.get_instance(project, zone, name)
 
-    def delete_instance(self, project: str, zone: str, name: str, request_id: str) -> str:
+    def delete_instance(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
         self._recorder.record(
             f"DELETE /compute/v1/projects/{project}/zones/{zone}/instances/{name}"
             f"?requestId={request_id}"
         )
         return "(dry run)"
 
-    def report_host_faulty(self, project: str, zone: str, name: str, request_id: str) -> str:
+    def report_host_faulty(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
         self._recorder.record(
             f"POST /compute/v1/projects/{project}/zones/{zone}/instances/{name}"
             f"/reportHostAsFaulty?requestId={request_id}"

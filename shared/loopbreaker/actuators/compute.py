@@ -77,7 +77,9 @@ class ComputeVms:
             name=found.name, id=str(found.id), status=found.status, physical_host=host or None
         )
 
-    def delete_instance(self, project: str, zone: str, name: str, request_id: str) -> str:
+    def delete_instance(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
         from google.cloud import compute_v1
 
         instances, _ = self._clients()
@@ -90,9 +92,12 @@ class ComputeVms:
             lambda: instances.delete_unary(request=request, timeout=60.0),
             project,
             zone,
+            expected_id,
         )
 
-    def report_host_faulty(self, project: str, zone: str, name: str, request_id: str) -> str:
+    def report_host_faulty(
+        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+    ) -> str:
         from google.cloud import compute_v1
 
         instances, _ = self._clients()
@@ -119,9 +124,12 @@ class ComputeVms:
             ),
             project,
             zone,
+            expected_id,
         )
 
-    def _run(self, what: str, start: Callable[[], Any], project: str, zone: str) -> str:
+    def _run(
+        self, what: str, start: Callable[[], Any], project: str, zone: str, expected_id: str
+    ) -> str:
         from google.api_core import exceptions as gexc
         from google.cloud import compute_v1
 
@@ -140,6 +148,13 @@ class ComputeVms:
             raise ActionFailed(f"cannot {what}: {_text(exc)}", status=_status(exc)) from exc
         except gexc.GoogleAPIError as exc:
             raise ActionFailed(f"cannot {what}: {exc}") from exc
+        target = str(operation.target_id or "")
+        if target and target != expected_id:
+            # The VM was recreated between our last read and the call: say so loudly.
+            raise ActionFailed(
+                f"cannot {what}: operation {operation.name} acted on VM id {target}, not the "
+                f"approved {expected_id}; check the VM now"
+            )
         errors = list(operation.error.errors) if operation.error else []
         if errors:
             detail = "; ".join(f"{e.code}: {e.message}" for e in errors)

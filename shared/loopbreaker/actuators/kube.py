@@ -197,6 +197,7 @@ def pod_state(obj: Any) -> PodState:
         owner_kinds=owners,
         mirror=MIRROR_ANNOTATION in annotations,
         phase=(obj.get("status") or {}).get("phase"),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 

@@ -72,7 +72,10 @@ def run_remediate(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(to_text(report, dry_run=settings.remediation.policy.dry_run))
-    return 0 if report.result in (Result.REMEDIATED, Result.PLANNED, Result.DUPLICATE) else 1
+    if report.result is Result.PLANNED:
+        # A plan whose re-check fails is a remediation that would not happen.
+        return 1 if any(s.outcome.value == "failed" for s in report.steps) else 0
+    return 0 if report.result in (Result.REMEDIATED, Result.DUPLICATE) else 1
 
 
 def to_text(report: Report, *, dry_run: bool) -> str:
