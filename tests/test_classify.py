@@ -160,3 +160,14 @@ def test_classifier_never_crashes(value: object) -> None:
     assert isinstance(signal.kind, SignalKind)
     assert len(signal.excerpt) <= MAX_EXCERPT
     json.dumps(signal.to_dict())
+
+
+def test_an_entry_without_resource_is_not_a_log_entry() -> None:
+    entry = {
+        "insertId": "x1",
+        "logName": "projects/p/logs/events",
+        "timestamp": "2026-05-20T08:00:00Z",
+        "textPayload": "PreemptionEvent: Node 'gke-c-p-1a2b3c4d-0001' preempted.",
+    }
+    with pytest.raises(InvalidLogEntry, match="'resource' is missing"):
+        classify(entry)

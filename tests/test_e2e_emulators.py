@@ -43,6 +43,37 @@ def ts(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+#: A regional pool: one managed instance group (and hash) per zone.
+ZONES = {"us-east5-a": "1a2b3c4d", "us-east5-b": "5e6f7a8b", "us-east5-c": "9c0d1e2f"}
+AUDITS = 12
+
+
+def node_name(i: int) -> tuple[str, str]:
+    zone = sorted(ZONES)[i % len(ZONES)]
+    return f"gke-{CLUSTER}-{POOL}-{ZONES[zone]}-{i:04x}", zone
+
+
+def compute_preempted(i: int) -> dict[str, Any]:
+    """The Compute Engine sink's entry for the same preemption: it names only the VM."""
+    node, zone = node_name(i)
+    return {
+        "insertId": f"audit-{i}",
+        "logName": f"projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Fsystem_event",
+        "resource": {
+            "type": "gce_instance",
+            "labels": {"project_id": PROJECT, "zone": zone, "instance_id": str(7000 + i)},
+        },
+        "severity": "INFO",
+        "timestamp": ts(T0 + timedelta(seconds=3 * i, milliseconds=400)),
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "methodName": "compute.instances.preempted",
+            "resourceName": f"projects/{PROJECT}/zones/{zone}/instances/{node}",
+            "status": {"message": "Instance was preempted."},
+        },
+    }
+
+
 def preemption(i: int) -> dict[str, Any]:
     return {
         "insertId": f"pre-{i}",
@@ -53,7 +84,7 @@ def preemption(i: int) -> dict[str, Any]:
         },
         "severity": "WARNING",
         "timestamp": ts(T0 + timedelta(seconds=3 * i)),
-        "jsonPayload": {"message": f"PreemptionEvent: Node 'gke-{CLUSTER}-{i:04d}' preempted."},
+        "jsonPayload": {"message": f"PreemptionEvent: Node '{node_name(i)[0]}' preempted."},
     }
 
 
@@ -187,6 +218,7 @@ def test_a_storm_through_pubsub_push_and_functions_lands_in_firestore(
 
     rng = random.Random(4)
     entries = [preemption(i) for i in range(PREEMPTIONS)] + [nccl_timeout(i) for i in range(16)]
+    entries += [compute_preempted(i) for i in range(AUDITS)]  # the other sink, all zones
     rng.shuffle(entries)
     payloads: list[tuple[bytes, dict[str, str]]] = [
         (json.dumps(e).encode(), {"logging.googleapis.com/timestamp": e["timestamp"]})
@@ -236,16 +268,19 @@ def test_a_storm_through_pubsub_push_and_functions_lands_in_firestore(
     assert statuses == [200] * len(bodies)
 
     found = {i.key.name: i for i in store.list_incidents()}
-    assert set(found) == {POOL, f"default/{JOBSET}"}  # one incident per key, no duplicates
+    pool_key = f"gke-{CLUSTER}-{POOL}"  # the pool's naming prefix
+    assert set(found) == {pool_key, f"default/{JOBSET}"}  # one incident per key, no duplicates
     # Firestore's ingest writes only each arrival's own documents; counting happens once,
     # when the incident is settled.
-    pool_incident = refresh(store, found[POOL].id, 500)
+    pool_incident = refresh(store, found[pool_key].id, 500)
     jobset_incident = refresh(store, found[f"default/{JOBSET}"].id, 500)
     assert pool_incident is not None and jobset_incident is not None
-    assert pool_incident.signal_count == PREEMPTIONS  # no lost update, no double count
-    assert pool_incident.counts == {"preemption": PREEMPTIONS}
+    # One incident for the regional pool's storm, through both sinks, in every zone.
+    assert pool_incident.signal_count == PREEMPTIONS + AUDITS  # no lost update or double count
+    assert pool_incident.counts == {"preemption": PREEMPTIONS + AUDITS}
+    assert pool_incident.cluster == CLUSTER
     assert jobset_incident.counts == {"nccl_timeout": TIMEOUTS}
-    assert len(store.signals(pool_incident.id)) == PREEMPTIONS
+    assert len(store.signals(pool_incident.id)) == PREEMPTIONS + AUDITS
     assert {i.state for i in found.values()} == {State.OPEN}
 
     log = [json.loads(line) for line in on_log_entry.log().splitlines() if line.startswith("{")]
@@ -254,7 +289,7 @@ def test_a_storm_through_pubsub_push_and_functions_lands_in_firestore(
     # Each bad message is logged once per delivery (first push + our redelivery).
     assert len(rejected) == 4 and all(line["severity"] == "ERROR" for line in rejected)
     assert {line["message_id"] for line in rejected} <= set(message_ids)
-    assert len(duplicates) == PREEMPTIONS + TIMEOUTS  # every redelivery recognised
+    assert len(duplicates) == PREEMPTIONS + TIMEOUTS + AUDITS  # every redelivery recognised
 
     # on_schedule, as Cloud Scheduler calls it, once the incidents have settled.
     on_schedule = function_server_factory("on_schedule", SOURCE, "http", env)
@@ -267,7 +302,7 @@ def test_a_storm_through_pubsub_push_and_functions_lands_in_firestore(
     causes = {
         name: i.diagnosis.root_cause if i.diagnosis else None for name, i in diagnosed.items()
     }
-    assert causes == {POOL: "spot_preemption", f"default/{JOBSET}": "application"}
+    assert causes == {pool_key: "spot_preemption", f"default/{JOBSET}": "application"}
     assert all(i.state is State.DIAGNOSED and i.diagnoses == 1 for i in diagnosed.values())
     assert _one_message_per_incident(notes, diagnosed.values())
 

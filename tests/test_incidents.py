@@ -68,18 +68,23 @@ def mins(m: float) -> datetime:
         ),
         pytest.param(
             sig(SignalKind.PREEMPTION, node_pool="spot", node="gke-c1-spot-1a2b3c4d-0001"),
-            "proj/-/instance_group/gke-c1-spot-1a2b3c4d",
-            id="pool-event-naming-a-gke-node-by-instance-group",
+            "proj/-/pool/gke-c1-spot",
+            id="pool-event-naming-a-gke-node-by-its-pool-prefix",
         ),
         pytest.param(
             sig(SignalKind.PREEMPTION, node_pool="spot"),
-            "proj/c1/node_pool/spot",
-            id="pool-event-naming-no-node-by-pool",
+            "proj/-/pool/gke-c1-spot",
+            id="pool-event-naming-no-node-by-cluster-and-pool",
         ),
         pytest.param(
             sig(SignalKind.PREEMPTION, node_pool="spot", node="worker-3"),
-            "proj/c1/node_pool/spot",
+            "proj/-/pool/gke-c1-spot",
             id="pool-event-naming-a-non-gke-node-by-pool",
+        ),
+        pytest.param(
+            sig(SignalKind.PREEMPTION, cluster=None, node_pool="spot"),
+            "proj/-/node_pool/spot",
+            id="pool-event-naming-neither-cluster-nor-node",
         ),
         pytest.param(
             sig(SignalKind.HOST_ERROR, physical_host="/blk/sub/host-7", node_pool="p"),
@@ -88,13 +93,13 @@ def mins(m: float) -> datetime:
         ),
         pytest.param(
             sig(SignalKind.PREEMPTION, cluster=None, node="gke-c1-spot-1a2b3c4d-x7k2"),
-            "proj/-/instance_group/gke-c1-spot-1a2b3c4d",
-            id="audit-entry-by-instance-group",
+            "proj/-/pool/gke-c1-spot",
+            id="audit-entry-by-its-pool-prefix",
         ),
         pytest.param(
             sig(SignalKind.NODE_NOT_READY, node="gke-c1-spot-1a2b3c4d-x7k2"),
-            "proj/-/instance_group/gke-c1-spot-1a2b3c4d",
-            id="k8s-node-event-by-instance-group",
+            "proj/-/pool/gke-c1-spot",
+            id="k8s-node-event-by-its-pool-prefix",
         ),
         pytest.param(
             sig(SignalKind.HOST_ERROR, cluster=None, node="my-vm"),

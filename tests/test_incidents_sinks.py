@@ -40,9 +40,11 @@ SETTINGS = Settings(settle_time=timedelta(seconds=60), stale_after=timedelta(hou
 
 D6_CLUSTER, D6_POOL = "clus-x", "spot-pool"
 D6_GROUP = f"gke-{D6_CLUSTER}-{D6_POOL}-aabbccdd"
+D6_PREFIX = f"gke-{D6_CLUSTER}-{D6_POOL}"
 D7_CLUSTER = "clus-h"
 D7_NODE = "gke-clus-h-gpu-pool-11aa22bb-zz9q"
 D7_GROUP = "gke-clus-h-gpu-pool-11aa22bb"
+D7_PREFIX = "gke-clus-h-gpu-pool"
 
 
 def ts(moment: datetime) -> str:
@@ -156,9 +158,9 @@ def group(entries: Iterable[dict[str, Any]]) -> dict[str, Incident]:
     return by_id
 
 
-def test_d6_both_sinks_key_a_pool_storm_by_its_instance_group() -> None:
+def test_d6_both_sinks_key_a_pool_storm_by_its_pool_prefix() -> None:
     keys = {incidents.key_for(classify(e)) for e in d6_entries()}
-    assert keys == {IncidentKey(P, None, Scope.INSTANCE_GROUP, D6_GROUP)}
+    assert keys == {IncidentKey(P, None, Scope.POOL, D6_PREFIX)}
 
 
 @pytest.mark.parametrize("audit_first", [True, False], ids=["audit-first", "gke-first"])
@@ -178,25 +180,33 @@ def test_d6_is_one_incident_that_learns_its_cluster(audit_first: bool) -> None:
     assert incident.labels()["cluster"] == D6_CLUSTER
 
 
-def test_a_regional_pool_is_one_incident_per_zone() -> None:
-    # GKE names one managed instance group per zone; the key follows the group.
-    other = f"gke-{D6_CLUSTER}-{D6_POOL}-11223344"
-    entries = [
-        pool_preemption(d6_node(1), T0),
-        audit("preempted", d6_node(1), T0),
-        pool_preemption(f"{other}-0001", T0),
-        audit("preempted", f"{other}-0001", T0, zone="us-east1-b"),
+@pytest.mark.parametrize("audit_first", [True, False], ids=["audit-first", "gke-first"])
+def test_a_regional_pool_is_one_incident_across_its_zones(audit_first: bool) -> None:
+    # GKE names one managed instance group per zone; all share the pool's prefix.
+    groups = [f"{D6_PREFIX}-{h}" for h in ("aabbccdd", "11223344", "55667788", "99aabbcc")]
+    zones = ["us-east1-b", "us-east1-c", "us-east1-d", "us-east1-d"]
+    gke = [pool_preemption(f"{g}-{i:04x}", T0) for i, g in enumerate(groups)]
+    compute = [
+        audit("preempted", f"{g}-{i:04x}", T0, zone=z)
+        for i, (g, z) in enumerate(zip(groups, zones, strict=True))
     ]
-    grouped = group(entries).values()
-    assert sorted(i.key.name for i in grouped) == sorted([D6_GROUP, other])
-    assert all(i.cluster == D6_CLUSTER and i.signal_count == 2 for i in grouped)
+    [incident] = group(compute + gke if audit_first else gke + compute).values()
+    assert incident.key == IncidentKey(P, None, Scope.POOL, D6_PREFIX)
+    assert incident.cluster == D6_CLUSTER and incident.signal_count == 8
+    assert len(incident.nodes) == 4
 
 
-def test_a_pool_event_naming_no_node_keeps_the_pool_and_cluster() -> None:
+def test_a_managed_instance_group_name_resolves_to_its_pool() -> None:
+    assert incidents.pool_prefix(f"{D6_GROUP}-grp") == D6_PREFIX
+    assert incidents.pool_prefix(f"{D6_GROUP}-x7k2") == D6_PREFIX
+    assert incidents.pool_prefix("my-vm-1a2b") is None
+
+
+def test_a_pool_event_naming_no_node_is_keyed_by_the_pools_prefix() -> None:
     entry = pool_preemption("x", T0)
     entry["textPayload"] = f"PreemptionEvent: a node in node pool '{D6_POOL}' was preempted."
     key = incidents.key_for(classify(entry))
-    assert key == IncidentKey(P, D6_CLUSTER, Scope.NODE_POOL, D6_POOL)
+    assert key == IncidentKey(P, None, Scope.POOL, D6_PREFIX)
 
 
 def test_d7_host_errors_and_node_not_ready_are_one_incident() -> None:
@@ -204,7 +214,7 @@ def test_d7_host_errors_and_node_not_ready_are_one_incident() -> None:
     kinds = [classify(e).kind for e in entries]
     assert kinds == [SignalKind.HOST_ERROR, SignalKind.HOST_ERROR, SignalKind.NODE_NOT_READY]
     keys = {incidents.key_for(classify(e)) for e in entries}
-    assert keys == {IncidentKey(P, None, Scope.INSTANCE_GROUP, D7_GROUP)}
+    assert keys == {IncidentKey(P, None, Scope.POOL, D7_PREFIX)}
     [incident] = group(entries).values()
     assert incident.cluster == D7_CLUSTER and incident.location == REGION
     assert incidents.context_for(incident).cluster == D7_CLUSTER
@@ -289,7 +299,7 @@ def test_d6_storm_from_both_sinks_is_one_incident_one_diagnosis_one_notification
     assert service.settle(clock.advance(minutes=5)).diagnosed == []
     [incident] = store.list_incidents()
     assert report.diagnosed == [incident.id]
-    assert incident.key == IncidentKey(P, None, Scope.INSTANCE_GROUP, D6_GROUP)
+    assert incident.key == IncidentKey(P, None, Scope.POOL, D6_PREFIX)
     assert incident.cluster == D6_CLUSTER and incident.signal_count == 100
     assert incident.diagnoses == 1 and incident.notifications == 1
     assert incident.diagnosis is not None
@@ -322,7 +332,7 @@ def test_d7_one_host_is_one_incident_and_at_most_one_approval_request(
         assert service.handle_entry(f"m{n}", entry).status is Status.ACCEPTED
         service.settle(clock.advance(seconds=61))  # each is diagnosed before the next
     [incident] = store.list_incidents()
-    assert incident.key == IncidentKey(P, None, Scope.INSTANCE_GROUP, D7_GROUP)
+    assert incident.key == IncidentKey(P, None, Scope.POOL, D7_PREFIX)
     assert incident.signal_count == 3 and incident.diagnoses == 3
     assert incident.cluster == D7_CLUSTER and incident.location == REGION
     assert incident.diagnosis is not None

@@ -17,9 +17,9 @@ CLI = Path(sys.executable).with_name("loopbreaker")
 EVENTS = ROOT / "examples" / "events"
 JSONL = EVENTS / "storm.jsonl"
 PUSH = EVENTS / "storm.pubsub.json"
-# Node-pool events name their node, so they are keyed by its (zonal) instance group, where
-# the Compute Engine audit entries of the same nodes, which name no cluster, land too.
-POOL_KEY = "example-project/-/instance_group/gke-tpu-cluster-prod-spot-v5e-pool-1a2b3c4d"
+# Node-pool events and the Compute Engine audit entries of the same nodes (which name no
+# cluster) are keyed by the pool's naming prefix, shared by all its zones.
+POOL_KEY = "example-project/-/pool/gke-tpu-cluster-prod-spot-v5e-pool"
 JOBSET_KEY = "example-project/tpu-cluster-prod/workload/default/llama3-70b-training"
 
 
@@ -178,14 +178,17 @@ def test_a_broken_json_array_is_one_file_level_error(tmp_path: Path) -> None:
     assert "cut.json: not valid JSON or JSON Lines" in done.stderr
 
 
-def test_one_pools_storm_from_both_sinks_is_one_incident_with_its_cluster(
+def test_a_regional_pools_storm_from_both_sinks_is_one_incident_with_its_cluster(
     tmp_path: Path,
 ) -> None:
-    # GKE node-pool events name the cluster; Compute Engine audit entries only the VM.
+    # GKE node-pool events name the cluster; Compute Engine audit entries only the VM. The
+    # pool is regional: one managed instance group (and name hash) per zone.
     project, cluster, pool = "proj", "clus-x", "spot-pool"
-    group = f"gke-{cluster}-{pool}-aabbccdd"
+    zones = {"us-east1-b": "aabbccdd", "us-east1-c": "11223344", "us-east1-d": "55667788"}
     lines = []
     for i in range(20):
+        zone = sorted(zones)[i % 3]
+        group = f"gke-{cluster}-{pool}-{zones[zone]}"
         node, stamp = f"{group}-{i:04x}", f"2026-05-20T08:00:{i:02d}Z"
         lines.append(
             {
@@ -210,12 +213,12 @@ def test_one_pools_storm_from_both_sinks_is_one_incident_with_its_cluster(
                 "logName": f"projects/{project}/logs/cloudaudit.googleapis.com%2Fsystem_event",
                 "resource": {
                     "type": "gce_instance",
-                    "labels": {"project_id": project, "zone": "us-east1-d", "instance_id": str(i)},
+                    "labels": {"project_id": project, "zone": zone, "instance_id": str(i)},
                 },
                 "timestamp": stamp,
                 "protoPayload": {
                     "methodName": "compute.instances.preempted",
-                    "resourceName": f"projects/{project}/zones/us-east1-d/instances/{node}",
+                    "resourceName": f"projects/{project}/zones/{zone}/instances/{node}",
                 },
             }
         )
@@ -225,7 +228,7 @@ def test_one_pools_storm_from_both_sinks_is_one_incident_with_its_cluster(
     result = replay_json(str(path))
     assert result["accepted"] == 40
     [incident] = result["incidents"]
-    assert incident["key"] == f"{project}/-/instance_group/{group}"
+    assert incident["key"] == f"{project}/-/pool/gke-{cluster}-{pool}"
     assert incident["cluster_name"] == cluster
     assert incident["signal_count"] == 40 and incident["counts"] == {"preemption": 40}
     assert incident["root_cause"] == "spot_preemption"

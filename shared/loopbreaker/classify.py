@@ -153,11 +153,14 @@ def classify(entry: object) -> Signal:
     log_name = entry.get("logName")
     if resource is None and log_name is None:
         raise InvalidLogEntry("not a LogEntry: it has neither 'resource' nor 'logName'")
-    if resource is not None and not _is_map(resource):
+    if resource is None:
+        # The LogEntry reference marks 'resource' as required: without it nothing says
+        # where the entry came from (which cluster, node pool or VM).
+        raise InvalidLogEntry("not a LogEntry: 'resource' is missing (it is required)")
+    if not _is_map(resource):
         raise InvalidLogEntry(f"'resource' must be an object, got {_type_name(resource)}")
     if log_name is not None and not isinstance(log_name, str):
         raise InvalidLogEntry(f"'logName' must be a string, got {_type_name(log_name)}")
-    resource = resource or {}
     resource_type = _opt_str(resource, "type", "resource.type")
     rlabels = _str_map(resource.get("labels"), "resource.labels")
     labels = _str_map(entry.get("labels"), "labels")

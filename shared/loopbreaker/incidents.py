@@ -19,18 +19,21 @@ Firestore document holds at most 1 MiB): the first :data:`AUDIT_HEAD` and the la
 ``settle_at`` is when the incident is due: for a live incident, its next diagnosis; for a
 final one (never diagnosed again), only the retry of a notification that failed.
 
-Keys and clusters: one failure reaches us through two sinks. GKE entries (``gke_nodepool``,
-``k8s_node``) name the cluster; Compute Engine audit entries (``gce_instance``:
-``compute.instances.preempted``, ``hostError`` ...) name only the VM. Scopes whose names
-are unique within a project by themselves -- an instance group (GKE names its MIGs
-``gke-<cluster>-<pool>-<hash>``), a node (the VM's name, which embeds the same), a physical
-host -- are therefore keyed without a cluster, so entries of both sinks meet; node-pool
-and workload names are only unique within a cluster and keep it. A node-pool signal that
-names a GKE node is keyed by that node's instance group, where the audit entries of the
-same nodes land. A managed instance group is zonal: a regional pool's storm gives one
-incident per zone. A pool-level entry that names no node stays keyed by the node pool.
-An incident keyed without a cluster learns it (and the cluster's location) from the
-first signal that names one; ``Incident.cluster`` is the key's cluster or that one.
+Keys and clusters (entity resolution): one failure reaches us through two sinks. GKE
+entries (``gke_nodepool``, ``k8s_node``) name the cluster and pool; Compute Engine audit
+entries (``gce_instance``: ``compute.instances.preempted``, ``hostError`` ...) name only the
+VM. GKE names every VM and node of a pool ``gke-<cluster>-<pool>-<hash>-<suffix>`` and its
+managed instance groups ``gke-<cluster>-<pool>-<hash>-grp``, one group (one hash) per zone;
+so a node, a VM or a group resolves to the pool's prefix ``gke-<cluster>-<pool>``
+(:func:`pool_prefix`), the same in every zone, and a pool-level entry naming no node to
+``gke-<cluster>-<pool>`` from its labels. Those are keyed ``Scope.POOL`` without a cluster
+(the prefix embeds it, and audit entries name none): a regional pool's storm through
+both sinks is one incident. A physical host and a non-GKE node are keyed without a
+cluster too; workload names are unique only within a cluster and keep it. An incident
+keyed without a cluster learns it (and the cluster's location) from the first signal
+that names one; ``Incident.cluster`` is the key's cluster or that one. Limitation: GKE
+shortens long cluster and pool names inside node names; a pool-level entry that names no
+node then gets the untruncated prefix.
 """
 
 from __future__ import annotations
@@ -138,8 +141,13 @@ class Scope(StrEnum):
     """What an incident is about, besides its project and cluster."""
 
     WORKLOAD = "workload"
+    #: A GKE node pool, by the naming prefix ``gke-<cluster>-<pool>`` that all its VMs,
+    #: nodes and (zonal) managed instance groups share, in every zone.
+    POOL = "pool"
+    #: A node pool named by an entry that names no cluster and no GKE node (rare).
     NODE_POOL = "node_pool"
     HOST = "host"
+    #: Kept for incidents stored before pools were keyed by their prefix.
     INSTANCE_GROUP = "instance_group"
     NODE = "node"
 
@@ -205,16 +213,19 @@ def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey |
     if signal.physical_host and signal.kind in HOST_FAULT_KINDS:
         return key(Scope.HOST, signal.physical_host)
     node = signal.node or signal.instance
-    # A Compute audit entry names only the VM; its managed instance group stands for the
-    # node pool (per zone). A node-pool entry naming a GKE node is keyed the same way, so
-    # both sinks' entries of one storm land in one incident.
-    group = instance_group(node) if node else None
+    # Entity resolution: a Compute audit entry names only the VM, a gke_nodepool entry the
+    # cluster and pool (and usually a node), a k8s_node entry the node. All of them are
+    # resolved to the pool's naming prefix, which every zonal instance group of a
+    # regional pool shares: one storm through both sinks, in all zones, is one incident.
+    prefix = pool_prefix(node) if node else None
+    if prefix is None and signal.node_pool and signal.cluster:
+        prefix = f"gke-{signal.cluster}-{signal.node_pool}"
     if signal.node_pool:
-        return key(Scope.INSTANCE_GROUP, group) if group else key(Scope.NODE_POOL, signal.node_pool)
+        return key(Scope.POOL, prefix) if prefix else key(Scope.NODE_POOL, signal.node_pool)
     if workload:
         return key(Scope.WORKLOAD, workload)
-    if group:
-        return key(Scope.INSTANCE_GROUP, group)
+    if prefix:
+        return key(Scope.POOL, prefix)
     return key(Scope.NODE, node) if node else None
 
 
@@ -227,6 +238,17 @@ def instance_group(instance: str) -> str | None:
     if len(suffix) == 4 and len(group_hash) == 8 and head.count("-") >= 3:
         return head
     return None
+
+
+def pool_prefix(name: str) -> str | None:
+    """``gke-c-pool-1a2b3c4d-x7k2`` (a node or VM) or ``gke-c-pool-1a2b3c4d-grp`` (its
+    managed instance group) -> ``gke-c-pool``: the prefix all zones of the pool share."""
+    group = instance_group(name)
+    if group is None and name.endswith("-grp"):
+        head = name[: -len("-grp")]
+        group_hash = head.rpartition("-")[2]
+        group = head if name.startswith("gke-") and len(group_hash) == 8 else None
+    return group.rpartition("-")[0] if group else None
 
 
 def _workload_name(signal: Signal) -> str | None:
