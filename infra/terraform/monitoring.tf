@@ -1,0 +1,374 @@
+locals {
+  metric_prefix = "${local.collection_prefix}/"
+  # The functions' own log entries (Cloud Functions 2nd gen log as Cloud Run revisions).
+  function_logs = join(" ", [
+    "resource.type=\"cloud_run_revision\"",
+    "AND resource.labels.service_name=(${join(" OR ", [for name, fn in local.functions : "\"${local.name_prefix}${fn.name}\"" if fn.deploy])})",
+  ])
+  log_metric_types = {
+    entries_rejected      = "logging.googleapis.com/user/${google_logging_metric.entries_rejected.name}"
+    incidents_opened      = "logging.googleapis.com/user/${google_logging_metric.incidents_opened.name}"
+    remediation_approvals = "logging.googleapis.com/user/${google_logging_metric.remediation_approvals.name}"
+    remediation_steps     = "logging.googleapis.com/user/${google_logging_metric.remediation_steps.name}"
+  }
+}
+
+# --- log-based metrics from the functions' structured logs -------------------------------
+
+resource "google_logging_metric" "incidents_opened" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}incidents_opened"
+  description = "Incidents opened by on_log_entry (jsonPayload.event = incident_opened)."
+  filter      = "${local.function_logs} AND jsonPayload.event=\"incident_opened\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key         = "cluster"
+      value_type  = "STRING"
+      description = "GKE cluster of the incident, when known."
+    }
+  }
+  label_extractors = {
+    cluster = "EXTRACT(labels.cluster)"
+  }
+}
+
+resource "google_logging_metric" "remediation_approvals" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}remediation_approvals"
+  description = "Remediations approved in chat (jsonPayload.event = remediation_approved)."
+  filter      = "${local.function_logs} AND jsonPayload.event=\"remediation_approved\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key         = "platform"
+      value_type  = "STRING"
+      description = "slack or google-chat."
+    }
+  }
+  label_extractors = {
+    platform = "EXTRACT(jsonPayload.platform)"
+  }
+}
+
+resource "google_logging_metric" "remediation_steps" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}remediation_steps"
+  description = "Remediation steps recorded by on_remediation_request (jsonPayload.event = remediation_step)."
+  filter      = "${local.function_logs} AND jsonPayload.event=\"remediation_step\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key         = "step"
+      value_type  = "STRING"
+      description = "recheck, cordon, drain, delete_vm, report_host_faulty or support_case."
+    }
+    labels {
+      key         = "outcome"
+      value_type  = "STRING"
+      description = "done, failed, skipped or planned."
+    }
+  }
+  label_extractors = {
+    step    = "EXTRACT(jsonPayload.step)"
+    outcome = "EXTRACT(jsonPayload.outcome)"
+  }
+}
+
+resource "google_logging_metric" "entries_rejected" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}entries_rejected"
+  description = "Messages on_log_entry acknowledged without use: not a LogEntry (jsonPayload.event = entry_rejected)."
+  filter      = "${local.function_logs} AND jsonPayload.event=\"entry_rejected\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+  }
+}
+
+# --- alert policies ---------------------------------------------------------------------
+
+# Managed Service for Prometheus: kube_jobset_restarts is a gauge of status.restarts; its
+# increase, not its value, means a restart loop is going on (README, "Preparing the GKE
+# side", for the kube-state-metrics configuration that exports it).
+resource "google_monitoring_alert_policy" "jobset_restarts" {
+  project               = var.project_id
+  display_name          = "loopbreaker: JobSet restarting"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "A JobSet restarted in the last 10 minutes"
+    condition_prometheus_query_language {
+      query               = "increase(kube_jobset_restarts[10m]) > 0"
+      duration            = "0s"
+      evaluation_interval = "60s"
+      rule_group          = "loopbreaker"
+      alert_rule          = "JobSetRestarting"
+      labels = {
+        severity = "warning"
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "1800s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A JobSet restarted. loopbreaker groups the node, host and worker signals into one incident and posts its diagnosis to chat; `loopbreaker incidents list --store firestore` lists the open ones."
+  }
+}
+
+resource "google_monitoring_alert_policy" "dead_letters" {
+  project               = var.project_id
+  display_name          = "loopbreaker: dead letters"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "The dead-letter subscription holds messages"
+    condition_threshold {
+      filter          = "resource.type = \"pubsub_subscription\" AND resource.labels.subscription_id = \"${google_pubsub_subscription.dead_letter.name}\" AND metric.type = \"pubsub.googleapis.com/subscription/num_undelivered_messages\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Deliveries failed 10 times. After a fix: `gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.id} --limit=100 --format=json > dead.json` and `loopbreaker replay dead.json`."
+  }
+}
+
+resource "google_monitoring_alert_policy" "entries_rejected" {
+  project               = var.project_id
+  display_name          = "loopbreaker: log entries rejected"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "on_log_entry rejected messages"
+    condition_threshold {
+      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${local.log_metric_types.entries_rejected}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Messages on the log topic that are not LogEntries were acknowledged and dropped; the ERROR line of each (jsonPayload.event=\"entry_rejected\") names its messageId and reason."
+  }
+}
+
+resource "google_monitoring_alert_policy" "remediation_failed" {
+  project               = var.project_id
+  display_name          = "loopbreaker: remediation step failed"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "A remediation step failed"
+    condition_threshold {
+      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${local.log_metric_types.remediation_steps}\" AND metric.labels.outcome = \"failed\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.step"]
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A remediation stopped part-way: the node may be left cordoned. The incident's chat message and `loopbreaker incidents show ID --store firestore` give every step and reason."
+  }
+}
+
+# --- dashboard ----------------------------------------------------------------------------
+
+resource "google_monitoring_dashboard" "this" {
+  project = var.project_id
+  dashboard_json = jsonencode({
+    displayName = "loopbreaker"
+    mosaicLayout = {
+      columns = 48
+      tiles = [
+        {
+          xPos   = 0
+          yPos   = 0
+          width  = 24
+          height = 16
+          widget = {
+            title = "JobSet restarts (increase over 10 min)"
+            xyChart = {
+              dataSets = [{
+                plotType   = "LINE"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  prometheusQuery = "max by (cluster, namespace, jobset_name) (increase(kube_jobset_restarts[10m]))"
+                }
+              }]
+              yAxis = { label = "restarts", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          xPos   = 24
+          yPos   = 0
+          width  = 24
+          height = 16
+          widget = {
+            title = "Node-pool interruptions by type"
+            xyChart = {
+              dataSets = [{
+                plotType   = "STACKED_BAR"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  prometheusQuery = "sum by (cluster_name, node_pool_name, interruption_type) (avg_over_time(kubernetes_io:node_pool_interruption_count[10m]))"
+                }
+              }]
+              yAxis = { label = "interruptions", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          xPos   = 0
+          yPos   = 16
+          width  = 24
+          height = 16
+          widget = {
+            title = "Unready nodes"
+            xyChart = {
+              dataSets = [{
+                plotType   = "LINE"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  prometheusQuery = "sum by (cluster_name, node_pool_name) (kubernetes_io:node_status_condition{condition=\"Ready\", status=~\"False|Unknown\"})"
+                }
+              }]
+              yAxis = { label = "nodes", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          xPos   = 24
+          yPos   = 16
+          width  = 24
+          height = 16
+          widget = {
+            title = "Incidents opened"
+            xyChart = {
+              dataSets = [{
+                plotType   = "STACKED_BAR"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.log_metric_types.incidents_opened}\" resource.type=\"cloud_run_revision\""
+                    aggregation = {
+                      alignmentPeriod    = "300s"
+                      perSeriesAligner   = "ALIGN_SUM"
+                      crossSeriesReducer = "REDUCE_SUM"
+                      groupByFields      = ["metric.label.cluster"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "incidents", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          xPos   = 0
+          yPos   = 32
+          width  = 24
+          height = 16
+          widget = {
+            title = "Approvals"
+            xyChart = {
+              dataSets = [{
+                plotType   = "STACKED_BAR"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.log_metric_types.remediation_approvals}\" resource.type=\"cloud_run_revision\""
+                    aggregation = {
+                      alignmentPeriod    = "300s"
+                      perSeriesAligner   = "ALIGN_SUM"
+                      crossSeriesReducer = "REDUCE_SUM"
+                      groupByFields      = ["metric.label.platform"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "approvals", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          xPos   = 24
+          yPos   = 32
+          width  = 24
+          height = 16
+          widget = {
+            title = "Remediation steps by outcome"
+            xyChart = {
+              dataSets = [{
+                plotType   = "STACKED_BAR"
+                targetAxis = "Y1"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.log_metric_types.remediation_steps}\" resource.type=\"cloud_run_revision\""
+                    aggregation = {
+                      alignmentPeriod    = "300s"
+                      perSeriesAligner   = "ALIGN_SUM"
+                      crossSeriesReducer = "REDUCE_SUM"
+                      groupByFields      = ["metric.label.step", "metric.label.outcome"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "steps", scale = "LINEAR" }
+            }
+          }
+        },
+      ]
+    }
+  })
+}

@@ -1,0 +1,436 @@
+variable "action_signing_key" {
+  type        = string
+  description = "HMAC key (at least 16 characters) that signs approval buttons; null adds no secret version here (add one with gcloud, or leave approvals off)."
+  default     = null
+  sensitive   = true
+
+  validation {
+    condition     = var.action_signing_key == null || length(coalesce(var.action_signing_key, "-")) >= 16
+    error_message = "action_signing_key must be at least 16 characters long."
+  }
+}
+
+variable "approval_ttl" {
+  type        = string
+  description = "How long an approval request and its buttons stay valid (LOOPBREAKER_APPROVAL_TTL), at most 24h."
+  default     = "30m"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.approval_ttl))
+    error_message = "approval_ttl must be a duration with a unit, such as 30m or 2h."
+  }
+}
+
+variable "approvers" {
+  type        = list(string)
+  description = "Slack user ids and/or Google Chat emails who may approve or reject a remediation; empty turns approvals off."
+  default     = []
+
+  validation {
+    condition     = alltrue([for approver in var.approvers : can(regex("^([UW][A-Z0-9]{2,}|[^@\\s,]+@[^@\\s,]+\\.[^@\\s,]+)$", approver))])
+    error_message = "Each approver must be a Slack user id (U0123ABCD) or an email address."
+  }
+}
+
+variable "build_service_account" {
+  type        = string
+  description = "Email of the service account Cloud Build builds the functions as; null uses the project's default build service account."
+  default     = null
+
+  validation {
+    condition     = var.build_service_account == null || can(regex("^[^@\\s]+@[^@\\s]+\\.iam\\.gserviceaccount\\.com$", var.build_service_account))
+    error_message = "build_service_account must be a service account email."
+  }
+}
+
+variable "chat_action_min_instances" {
+  type        = number
+  description = "Instances of on_chat_action kept warm so a click is answered within Slack's 3 seconds; 0 accepts a cold start now and then."
+  default     = 0
+
+  validation {
+    condition     = var.chat_action_min_instances >= 0 && var.chat_action_min_instances <= 10 && floor(var.chat_action_min_instances) == var.chat_action_min_instances
+    error_message = "chat_action_min_instances must be a whole number between 0 and 10."
+  }
+}
+
+variable "create_firestore_database" {
+  type        = bool
+  description = "Whether to create the Firestore database; false when it exists already."
+  default     = true
+}
+
+variable "dedup_retention" {
+  type        = string
+  description = "How long delivery dedup keys are kept before their Firestore TTL deletes them (LOOPBREAKER_DEDUP_RETENTION), at least 1d."
+  default     = "8d"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.dedup_retention))
+    error_message = "dedup_retention must be a duration with a unit, such as 8d."
+  }
+}
+
+variable "drain_mode" {
+  type        = string
+  description = "What a drain does with pods a PodDisruptionBudget keeps: wait, or delete-after-timeout (LOOPBREAKER_DRAIN_MODE)."
+  default     = "wait"
+
+  validation {
+    condition     = contains(["wait", "delete-after-timeout"], var.drain_mode)
+    error_message = "drain_mode must be wait or delete-after-timeout."
+  }
+}
+
+variable "drain_timeout" {
+  type        = string
+  description = "How long a drain may take in all, across redeliveries (LOOPBREAKER_DRAIN_TIMEOUT)."
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.drain_timeout))
+    error_message = "drain_timeout must be a duration with a unit, such as 10m."
+  }
+}
+
+variable "dry_run" {
+  type        = bool
+  description = "Whether remediation only records the calls it would make (LOOPBREAKER_DRY_RUN); set false to let it cordon, drain and delete VMs."
+  default     = true
+}
+
+variable "enable_alertmanager_webhook" {
+  type        = bool
+  description = "Whether to deploy on_alertmanager_webhook (planned entry point; functions/main.py must define it)."
+  default     = false
+}
+
+variable "enable_apis" {
+  type        = bool
+  description = "Whether to enable the project services the module uses (never disabled on destroy)."
+  default     = true
+}
+
+variable "firestore_database" {
+  type        = string
+  description = "Firestore database id of the incident store (LOOPBREAKER_FIRESTORE_DATABASE)."
+  default     = "(default)"
+
+  validation {
+    condition     = var.firestore_database == "(default)" || can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.firestore_database))
+    error_message = "firestore_database must be (default) or 4-63 lowercase letters, digits and hyphens."
+  }
+}
+
+variable "firestore_location" {
+  type        = string
+  description = "Location of a created Firestore database, such as nam5 or us-central1; null uses var.region."
+  default     = null
+}
+
+variable "google_chat_audience" {
+  type        = string
+  description = "Audience of Google Chat's bearer tokens (the Chat app's project number or endpoint URL), needed to verify Google Chat clicks."
+  default     = null
+}
+
+variable "google_chat_space" {
+  type        = string
+  description = "Google Chat space (spaces/NAME) the Chat app posts incident cards to, with notifier = google-chat."
+  default     = null
+
+  validation {
+    condition     = var.google_chat_space == null || can(regex("^spaces/[A-Za-z0-9_-]+$", var.google_chat_space))
+    error_message = "google_chat_space must look like spaces/AAAA1234."
+  }
+}
+
+variable "grouping_window" {
+  type        = string
+  description = "Signals of one key within this gap of an incident join it (LOOPBREAKER_GROUPING_WINDOW)."
+  default     = "30m"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.grouping_window))
+    error_message = "grouping_window must be a duration with a unit, such as 30m."
+  }
+}
+
+variable "host_action" {
+  type        = string
+  description = "What remediation does to the bad host's VM: delete, or report-faulty (LOOPBREAKER_HOST_ACTION)."
+  default     = "delete"
+
+  validation {
+    condition     = contains(["delete", "report-faulty"], var.host_action)
+    error_message = "host_action must be delete or report-faulty."
+  }
+}
+
+variable "labels" {
+  type        = map(string)
+  description = "Labels added to every resource that takes labels."
+  default     = {}
+}
+
+variable "live_sources" {
+  type        = bool
+  description = "Whether diagnoses query Managed Prometheus, Cloud Logging and the GKE API (LOOPBREAKER_LIVE_SOURCES), with read-only roles for on_schedule."
+  default     = true
+}
+
+variable "log_entry_max_instances" {
+  type        = number
+  description = "Most instances of on_log_entry at once, which bounds concurrent Firestore writes during a storm."
+  default     = 20
+
+  validation {
+    condition     = var.log_entry_max_instances >= 1 && var.log_entry_max_instances <= 1000 && floor(var.log_entry_max_instances) == var.log_entry_max_instances
+    error_message = "log_entry_max_instances must be a whole number between 1 and 1000."
+  }
+}
+
+variable "log_level" {
+  type        = string
+  description = "Log level of every function (LOOPBREAKER_LOG_LEVEL)."
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARNING", "ERROR"], var.log_level)
+    error_message = "log_level must be DEBUG, INFO, WARNING or ERROR."
+  }
+}
+
+variable "max_deletions_per_hour" {
+  type        = number
+  description = "VM deletions per cluster in any hour before remediation refuses (LOOPBREAKER_MAX_DELETIONS_PER_HOUR)."
+  default     = 2
+
+  validation {
+    condition     = var.max_deletions_per_hour >= 0 && var.max_deletions_per_hour <= 100 && floor(var.max_deletions_per_hour) == var.max_deletions_per_hour
+    error_message = "max_deletions_per_hour must be a whole number between 0 and 100."
+  }
+}
+
+variable "max_signals" {
+  type        = number
+  description = "Signals kept verbatim per incident (LOOPBREAKER_MAX_SIGNALS); counts stay exact beyond it."
+  default     = 500
+
+  validation {
+    condition     = var.max_signals >= 1 && var.max_signals <= 10000 && floor(var.max_signals) == var.max_signals
+    error_message = "max_signals must be a whole number between 1 and 10000."
+  }
+}
+
+variable "max_unready_share" {
+  type        = number
+  description = "Circuit breaker: remediation refuses when more than this share (0-1) of the node pool is NotReady (LOOPBREAKER_MAX_UNREADY_SHARE)."
+  default     = 0.3
+
+  validation {
+    condition     = var.max_unready_share >= 0 && var.max_unready_share <= 1
+    error_message = "max_unready_share must be between 0 and 1."
+  }
+}
+
+variable "message_retention_duration" {
+  type        = string
+  description = "How long the topics and the dead-letter subscription keep messages, in seconds such as 604800s (7 days, the most a subscription keeps)."
+  default     = "604800s"
+
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.message_retention_duration)) && try(tonumber(trimsuffix(var.message_retention_duration, "s")) >= 600 && tonumber(trimsuffix(var.message_retention_duration, "s")) <= 604800, false)
+    error_message = "message_retention_duration must be between 600s and 604800s."
+  }
+}
+
+variable "node_pools" {
+  type        = list(string)
+  description = "Node pools remediation may touch (LOOPBREAKER_NODE_POOLS); empty means all."
+  default     = []
+}
+
+variable "notification_channels" {
+  type        = list(string)
+  description = "Cloud Monitoring notification channel ids (projects/P/notificationChannels/N) the alert policies notify."
+  default     = []
+
+  validation {
+    condition     = alltrue([for channel in var.notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", channel))])
+    error_message = "Each notification channel must be projects/PROJECT/notificationChannels/ID."
+  }
+}
+
+variable "notifier" {
+  type        = string
+  description = "Where incident messages go: slack, google-chat (a space, through the Chat API) or log (LOOPBREAKER_NOTIFIER)."
+  default     = "log"
+
+  validation {
+    condition     = contains(["slack", "google-chat", "log"], var.notifier)
+    error_message = "notifier must be slack, google-chat or log."
+  }
+}
+
+variable "prefix" {
+  type        = string
+  description = "Prefix of every resource name and of the Firestore collections; null for none."
+  default     = "loopbreaker"
+  nullable    = true
+
+  validation {
+    condition     = var.prefix == null || can(regex("^[a-z]([a-z0-9-]{0,15}[a-z0-9])?$", var.prefix))
+    error_message = "prefix must be 1-17 lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen (service account ids are at most 30 characters)."
+  }
+}
+
+variable "project_id" {
+  type        = string
+  description = "Project that hosts the functions, topics, store and the GKE clusters to watch."
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be a project id (6-30 lowercase letters, digits and hyphens)."
+  }
+}
+
+variable "query_budget" {
+  type        = number
+  description = "PromQL and Logging queries one diagnosis of one incident may run (LOOPBREAKER_QUERY_BUDGET)."
+  default     = 10
+
+  validation {
+    condition     = var.query_budget >= 0 && var.query_budget <= 1000 && floor(var.query_budget) == var.query_budget
+    error_message = "query_budget must be a whole number between 0 and 1000."
+  }
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the functions, their triggers, the scheduler job and the source bucket."
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region must be a region such as us-central1."
+  }
+}
+
+variable "settle_batch" {
+  type        = number
+  description = "Incidents diagnosed per on_schedule call (LOOPBREAKER_SETTLE_BATCH)."
+  default     = 25
+
+  validation {
+    condition     = var.settle_batch >= 1 && var.settle_batch <= 1000 && floor(var.settle_batch) == var.settle_batch
+    error_message = "settle_batch must be a whole number between 1 and 1000."
+  }
+}
+
+variable "settle_time" {
+  type        = string
+  description = "An incident is diagnosed once no signal arrived for this long (LOOPBREAKER_SETTLE_TIME)."
+  default     = "60s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.settle_time))
+    error_message = "settle_time must be a duration with a unit, such as 60s."
+  }
+}
+
+variable "sink_folder" {
+  type        = string
+  description = "Folder (folders/ID or ID) whose log sinks feed the responder, with sink_scope = folder."
+  default     = null
+
+  validation {
+    condition     = var.sink_folder == null || can(regex("^(folders/)?[0-9]+$", var.sink_folder))
+    error_message = "sink_folder must be folders/ID or a numeric folder id."
+  }
+}
+
+variable "sink_organization" {
+  type        = string
+  description = "Numeric organization id whose log sinks feed the responder, with sink_scope = organization."
+  default     = null
+
+  validation {
+    condition     = var.sink_organization == null || can(regex("^[0-9]+$", var.sink_organization))
+    error_message = "sink_organization must be a numeric organization id."
+  }
+}
+
+variable "sink_scope" {
+  type        = string
+  description = "Where the log sinks are created: project (var.project_id), folder (var.sink_folder, with children) or organization (var.sink_organization, with children)."
+  default     = "project"
+
+  validation {
+    condition     = contains(["project", "folder", "organization"], var.sink_scope)
+    error_message = "sink_scope must be project, folder or organization."
+  }
+}
+
+variable "slack_bot_token" {
+  type        = string
+  description = "Slack bot token (xoxb-...) stored as a secret version; null adds none here."
+  default     = null
+  sensitive   = true
+}
+
+variable "slack_channel" {
+  type        = string
+  description = "Slack channel id incident messages go to, with notifier = slack (LOOPBREAKER_SLACK_CHANNEL)."
+  default     = null
+
+  validation {
+    condition     = var.slack_channel == null || can(regex("^[A-Z0-9]+$", var.slack_channel))
+    error_message = "slack_channel must be a channel id such as C0123456789, not a #name."
+  }
+}
+
+variable "slack_signing_secret" {
+  type        = string
+  description = "Slack app signing secret that verifies button clicks, stored as a secret version; null adds none here."
+  default     = null
+  sensitive   = true
+}
+
+variable "stale_after" {
+  type        = string
+  description = "An incident awaiting approval longer than this expires (LOOPBREAKER_STALE_AFTER)."
+  default     = "6h"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.stale_after))
+    error_message = "stale_after must be a duration with a unit, such as 6h."
+  }
+}
+
+variable "support_classification" {
+  type        = string
+  description = "Cloud Support case classification id (LOOPBREAKER_SUPPORT_CLASSIFICATION); null takes the first Compute Engine one."
+  default     = null
+}
+
+variable "support_parent" {
+  type        = string
+  description = "projects/P or organizations/O to file Cloud Support cases under (LOOPBREAKER_SUPPORT_PARENT); null keeps the ticket draft on the incident."
+  default     = null
+
+  validation {
+    condition     = var.support_parent == null || can(regex("^(projects|organizations)/[A-Za-z0-9_.:-]+$", var.support_parent))
+    error_message = "support_parent must be projects/P or organizations/O."
+  }
+}
+
+variable "vpc_connector" {
+  type        = string
+  description = "Serverless VPC Access connector (projects/P/locations/R/connectors/C) for on_schedule and on_remediation_request to reach private GKE control planes; null for none."
+  default     = null
+
+  validation {
+    condition     = var.vpc_connector == null || can(regex("^projects/[^/]+/locations/[^/]+/connectors/[^/]+$", var.vpc_connector))
+    error_message = "vpc_connector must be projects/PROJECT/locations/REGION/connectors/NAME."
+  }
+}
