@@ -26,57 +26,39 @@ import json
 import logging
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import functions_framework
 from cloudevents.http import CloudEvent
 
 from loopbreaker import logs
 from loopbreaker.bootstrap import build_chat_actions, build_remediator, build_responder
-from loopbreaker.chatops import ChatActions
 from loopbreaker.envelope import UndecodableMessage, from_cloud_event
 from loopbreaker.errors import InvalidInput
-from loopbreaker.remediate import Remediator
-from loopbreaker.service import Responder
-from loopbreaker.settings import Runtime, load_settings
+from loopbreaker.settings import Runtime, Settings, load_settings
 
 SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
 logs.configure(SETTINGS.log_level)
 
-_responder: Responder | None = None
-_chat_actions: ChatActions | None = None
-_remediator: Remediator | None = None
+_built: dict[Callable[[Settings], Any], Any] = {}
 _lock = threading.Lock()
 _JSON = {"Content-Type": "application/json"}
+T = TypeVar("T")
 
 
-def _get_responder() -> Responder:
-    global _responder
+def _once(build: Callable[[Settings], T]) -> T:
+    """The service ``build`` wires, built on the first call and kept for the instance."""
     with _lock:
-        if _responder is None:
-            _responder = build_responder(SETTINGS)
-        return _responder
-
-
-def _get_chat_actions() -> ChatActions:
-    global _chat_actions
-    with _lock:
-        if _chat_actions is None:
-            _chat_actions = build_chat_actions(SETTINGS)
-        return _chat_actions
-
-
-def _get_remediator() -> Remediator:
-    global _remediator
-    with _lock:
-        if _remediator is None:
-            _remediator = build_remediator(SETTINGS)
-        return _remediator
+        if build not in _built:
+            _built[build] = build(SETTINGS)
+        service: T = _built[build]
+        return service
 
 
 @functions_framework.cloud_event
 def on_log_entry(cloud_event: CloudEvent) -> None:
-    responder = _get_responder()
+    responder = _once(build_responder)
     try:
         delivery = from_cloud_event(cloud_event.get_attributes(), cloud_event.get_data())
     except UndecodableMessage as exc:
@@ -87,20 +69,20 @@ def on_log_entry(cloud_event: CloudEvent) -> None:
 
 @functions_framework.http
 def on_schedule(request: Any) -> tuple[str, int, dict[str, str]]:
-    report = _get_responder().settle()
+    report = _once(build_responder).settle()
     return json.dumps(report.to_dict()), 200, _JSON
 
 
 @functions_framework.http
 def on_chat_action(request: Any) -> tuple[str, int, dict[str, str]]:
     # The raw bytes: Slack's signature covers the body exactly as sent, before any parsing.
-    reply = _get_chat_actions().handle(dict(request.headers), request.get_data(cache=True))
+    reply = _once(build_chat_actions).handle(dict(request.headers), request.get_data(cache=True))
     return reply.json(), reply.status, _JSON
 
 
 @functions_framework.cloud_event
 def on_remediation_request(cloud_event: CloudEvent) -> None:
-    remediator = _get_remediator()
+    remediator = _once(build_remediator)
     try:
         delivery = from_cloud_event(cloud_event.get_attributes(), cloud_event.get_data())
         report = remediator.handle(delivery.entry)

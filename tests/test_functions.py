@@ -69,7 +69,7 @@ def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def app(store_path: Path) -> Iterator[Any]:
     yield functions_framework.create_app("on_log_entry", str(SOURCE), "cloudevent").test_client()
-    _main()._responder = None
+    _main()._built.clear()
 
 
 def _main() -> Any:
@@ -136,7 +136,7 @@ def test_snake_case_fields_and_missing_attributes_are_accepted(app: Any, store_p
     assert post(app, event).status_code == 200  # the same messageId again
     [incident] = incidents_in(store_path)
     assert incident.signal_count == 1
-    assert _main()._get_responder().stats["duplicate"] == 1
+    assert _main()._once(build_responder).stats["duplicate"] == 1
 
 
 def test_a_raw_pubsub_push_envelope_is_converted_by_the_framework(
@@ -176,7 +176,7 @@ def test_bad_input_is_logged_once_and_acknowledged(
     assert line["message_id"] == "31337" and reason in line["reason"]
     assert line["event"] == "entry_rejected"
     assert incidents_in(store_path) == []
-    assert _main()._get_responder().stats["rejected"] == 1
+    assert _main()._once(build_responder).stats["rejected"] == 1
 
 
 def test_an_event_of_another_type_is_logged_and_acknowledged(
@@ -194,7 +194,7 @@ def test_an_event_of_another_type_is_logged_and_acknowledged(
 def test_a_transient_store_error_fails_the_delivery_so_it_is_retried(app: Any) -> None:
     settings = load_settings({}, runtime=Runtime.LOCAL)
     store = FakeStore(fail={"ingest": [TransientError("Firestore unavailable")]})
-    _main()._responder = build_responder(settings, store=store)
+    _main()._built[build_responder] = build_responder(settings, store=store)
     assert post(app, pubsub_event(b64(ENTRY))).status_code == 500
     assert post(app, pubsub_event(b64(ENTRY))).status_code == 200
     assert len(store.incidents) == 1
