@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import chatkit as K
 import pytest
@@ -32,7 +31,7 @@ def lab(approved: tuple[Path, Incident], tmp_path: Path) -> Iterator[R.Lab]:
         yield made
 
 
-def run(lab: R.Lab, incident_id: str, *extra: str) -> tuple[int, Any, str]:
+def run(lab: R.Lab, incident_id: str, *extra: str) -> int:
     argv = [
         "remediate",
         incident_id,
@@ -46,15 +45,14 @@ def run(lab: R.Lab, incident_id: str, *extra: str) -> tuple[int, Any, str]:
         "json",
         *extra,
     ]
-    code = main(argv)
-    return code, argv, ""
+    return main(argv)
 
 
 def test_the_default_is_a_dry_run_plan_and_nothing_changes(
     lab: R.Lab, approved: tuple[Path, Incident], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, incident = approved
-    code, _, _ = run(lab, incident.id)
+    code = run(lab, incident.id)
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["result"] == "planned"
     steps = {s["step"]: s for s in report["steps"]}
@@ -68,13 +66,13 @@ def test_no_dry_run_isolates_the_host(
     lab: R.Lab, approved: tuple[Path, Incident], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, incident = approved
-    code, _, _ = run(lab, incident.id, "--no-dry-run")
+    code = run(lab, incident.id, "--no-dry-run")
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["result"] == "remediated", report
     assert len(lab.compute.deletes) == 1 and lab.node()["spec"]["unschedulable"] is True
     assert lab.incident(incident.id).state is State.REMEDIATED
     # Running it again is refused and does nothing.
-    assert run(lab, incident.id, "--no-dry-run")[0] == 2
+    assert run(lab, incident.id, "--no-dry-run") == 2
     assert "is remediated: only an approved incident" in capsys.readouterr().err
     assert len(lab.compute.deletes) == 1
 
@@ -86,7 +84,7 @@ def test_an_incident_that_is_not_approved_is_refused(
 
     _, incident = approved
     lab.store.update(incident.id, lambda i: replace(i, state=State.AWAITING_APPROVAL))
-    code, _, _ = run(lab, incident.id, "--no-dry-run")
+    code = run(lab, incident.id, "--no-dry-run")
     err = capsys.readouterr().err
     assert code == 2 and "only an approved incident" in err
     assert lab.kube.mutations == [] and lab.compute.deletes == []
@@ -95,7 +93,7 @@ def test_an_incident_that_is_not_approved_is_refused(
 def test_unknown_ids_and_both_modes_are_refused(
     lab: R.Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run(lab, "inc-nope")[0] == 2
+    assert run(lab, "inc-nope") == 2
     assert "no incident 'inc-nope'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["remediate", "inc-x", "--dry-run", "--no-dry-run"])
