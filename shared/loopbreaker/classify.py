@@ -24,7 +24,7 @@ _SEVERITIES = frozenset(
 )
 
 # Compute Engine system-event audit methods (cloudaudit.googleapis.com%2Fsystem_event).
-_AUDIT_METHODS: dict[str, SignalKind] = {
+AUDIT_METHODS: dict[str, SignalKind] = {
     "compute.instances.preempted": SignalKind.PREEMPTION,
     "compute.instances.baremetalCaretakerPreempted": SignalKind.PREEMPTION,
     "compute.instances.hostError": SignalKind.HOST_ERROR,
@@ -262,7 +262,7 @@ def _classify_payload(
         status_msg = status.get("message") if isinstance(status, Mapping) else None
         if isinstance(method, str):
             summary = method if not isinstance(status_msg, str) else f"{method}: {status_msg}"
-            kind = _AUDIT_METHODS.get(method)
+            kind = AUDIT_METHODS.get(method)
             if kind is not None:
                 return kind, summary, method.rsplit(".", 1)[-1]
             return SignalKind.UNRECOGNIZED, summary, None

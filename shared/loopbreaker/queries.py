@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from loopbreaker.classify import AUDIT_METHODS
 from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage
 
 _PLACEHOLDER = re.compile(
@@ -51,7 +52,7 @@ _WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
 
 # Every phrase the classifier turns into a host fault, in text and in journald payloads:
 # a phrase missing here would be seen offline but never read live.
-_NODE_FAULT_PHRASES = (
+NODE_FAULT_PHRASES = (
     "host error",
     "kernel panic",
     "hardware failure",
@@ -63,11 +64,13 @@ _NODE_FAULT_PHRASES = (
     "BUG:",
     "node-problem-detector",
 )
+# Every system-event method the classifier knows (the same list feeds the log sinks).
+_AUDIT_METHOD_TERMS = " OR ".join(f'"{m}"' for m in sorted(AUDIT_METHODS))
 _NODE_FAULT_TERMS = " OR ".join(
     [
         f'{field}:"{phrase}"'
         for field in ("textPayload", "jsonPayload.MESSAGE")
-        for phrase in _NODE_FAULT_PHRASES
+        for phrase in NODE_FAULT_PHRASES
     ]
     + ['jsonPayload.reason="NodeNotReady"']
 )
@@ -179,11 +182,7 @@ TEMPLATES: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Fsystem_event"\n'
         'AND resource.type="gce_instance"\n'
-        'AND protoPayload.methodName=("compute.instances.preempted" OR '
-        '"compute.instances.hostError" OR "compute.instances.automaticRestart" OR '
-        '"compute.instances.migrateOnHostMaintenance" OR '
-        '"compute.instances.terminateOnHostMaintenance" OR "compute.instances.guestTerminate")\n'
-        + _WINDOW_LQL,
+        f"AND protoPayload.methodName=({_AUDIT_METHOD_TERMS})\n" + _WINDOW_LQL,
         "Compute Engine system events for the VMs behind the nodes.",
     ),
     # Step 3

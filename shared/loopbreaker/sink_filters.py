@@ -11,28 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from loopbreaker.classify import AUDIT_METHODS
 from loopbreaker.model import SignalKind
+from loopbreaker.queries import NODE_FAULT_PHRASES
 
-_NODE_FAULTS = (
-    "host error",
-    "kernel panic",
-    "hardware failure",
-    "Hardware Error",
-    "Machine Check",
-    "NVRM: Xid",
-    "NodeNotReady",
-    "TerminationEvent",
-    "BUG:",
-    "node-problem-detector",
-)
-_SYSTEM_EVENTS = (
-    "compute.instances.preempted",
-    "compute.instances.hostError",
-    "compute.instances.automaticRestart",
-    "compute.instances.guestTerminate",
-    "compute.instances.migrateOnHostMaintenance",
-    "compute.instances.terminateOnHostMaintenance",
-)
+# The classifier's own lists: a phrase or audit method it learns is exported too.
+_NODE_FAULTS = NODE_FAULT_PHRASES
+_SYSTEM_EVENTS = tuple(sorted(AUDIT_METHODS))
 #: Signatures of the application's own failures (NCCL and collective timeouts, crashes).
 _TRAINING_FAULTS = (
     "Watchdog caught collective operation timeout",
