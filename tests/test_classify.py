@@ -171,3 +171,85 @@ def test_an_entry_without_resource_is_not_a_log_entry() -> None:
     }
     with pytest.raises(InvalidLogEntry, match="'resource' is missing"):
         classify(entry)
+
+
+def _event(reason: str, kind: str, name: str = "resnet50-ps") -> dict[str, Any]:
+    return {
+        "logName": "projects/p/logs/events",
+        "resource": {"type": "k8s_cluster", "labels": {"cluster_name": "c", "project_id": "p"}},
+        "timestamp": "2026-05-20T08:10:00Z",
+        "jsonPayload": {
+            "reason": reason,
+            "type": "Warning",
+            "involvedObject": {"kind": kind, "name": name, "namespace": "ml"},
+            "message": f"{kind} ml/{name} is restarting because 1 Worker replica(s) failed.",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "expected"),
+    [
+        ("TFJobRestarting", "TFJob", "tfjob"),
+        ("PyTorchJobRestarting", "PyTorchJob", "pytorchjob"),
+        # The operator's generic reason: the object kind still says which job it is.
+        ("JobRestarting", "PyTorchJob", "pytorchjob"),
+    ],
+)
+def test_kubeflow_restart_events_name_job_and_kind(reason: str, kind: str, expected: str) -> None:
+    sig = classify(_event(reason, kind))
+    assert sig.kind is SignalKind.JOB_RESTARTING
+    assert (sig.workload, sig.namespace, sig.workload_kind) == ("resnet50-ps", "ml", expected)
+
+
+def _container(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "logName": "projects/p/logs/stderr",
+        "resource": {
+            "type": "k8s_container",
+            "labels": {"cluster_name": "c", "namespace_name": "ml", "pod_name": "j-worker-0"},
+        },
+        "timestamp": "2026-05-20T08:10:00Z",
+        "severity": "ERROR",
+        "textPayload": "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)",
+        "labels": {f"k8s-pod/{k.replace('.', '_')}": v for k, v in labels.items()},
+    }
+
+
+@pytest.mark.parametrize(
+    ("labels", "kind", "replica", "coordinator"),
+    [
+        (
+            {
+                "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                "training.kubeflow.org/replica-type": "master",
+                "training.kubeflow.org/replica-index": "0",
+            },
+            "pytorchjob",
+            "master",
+            True,
+        ),
+        (
+            {
+                "training.kubeflow.org/operator-name": "tfjob-controller",
+                "training.kubeflow.org/replica-type": "Worker",
+                "training.kubeflow.org/replica-index": "1",
+            },
+            "tfjob",
+            "worker",
+            False,
+        ),
+        # No operator-name label: a Chief exists only in TFJobs.
+        ({"training.kubeflow.org/replica-type": "chief"}, "tfjob", "chief", True),
+        ({"jobset.sigs.k8s.io/jobset-name": "js"}, "jobset", None, None),
+    ],
+)
+def test_pod_labels_give_workload_kind_and_replica(
+    labels: dict[str, str], kind: str, replica: str | None, coordinator: bool | None
+) -> None:
+    labels = {"training.kubeflow.org/job-name": "j", **labels} if "jobset" not in kind else labels
+    sig = classify(_container(labels))
+    assert sig.kind is SignalKind.NCCL_TIMEOUT
+    assert (sig.workload_kind, sig.replica_type) == (kind, replica)
+    if coordinator is not None:
+        assert sig.coordinator is coordinator

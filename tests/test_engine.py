@@ -23,12 +23,16 @@ from builders import (
 
 from loopbreaker.engine import Thresholds, diagnose, increase
 from loopbreaker.model import (
+    Context,
     HostFailureRecord,
     PodInfo,
     RemediationPath,
     RootCause,
+    Series,
+    Signal,
     SignalKind,
     StepStatus,
+    WorkloadKind,
 )
 
 HOST_A = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
@@ -421,3 +425,123 @@ def test_partly_read_evidence_is_listed_as_missing() -> None:
     d = diagnose(ctx(), replace(ev, sources=sources))
     assert d.partial
     assert any(m.startswith("logs: partial") for m in d.missing_evidence)
+
+
+# --- Kubeflow training operator -----------------------------------------------------
+
+
+def operator_restarts(changes: dict[float, float], **labels: str) -> Series:
+    base = {"cluster": CLUSTER, "job_namespace": "default", "framework": "tensorflow"}
+    base.update(labels)
+    return series("training_operator_jobs_restarted_total", base, steps(changes))
+
+
+def tf_ctx(**overrides: object) -> Context:
+    return ctx(workload_kind=WorkloadKind.TFJOB, **overrides)
+
+
+def restarting(minute: float, job: str = WORKLOAD, kind: str = "TFJob") -> Signal:
+    return signal(
+        SignalKind.JOB_RESTARTING,
+        minute,
+        workload=job,
+        namespace="default",
+        workload_kind=WorkloadKind.from_api_kind(kind).value,  # type: ignore[union-attr]
+        reason=f"{kind}Restarting",
+    )
+
+
+def test_kubeflow_counter_rise_with_the_jobs_own_events_is_a_loop() -> None:
+    ev = evidence(
+        restarts=(operator_restarts({-90: 2, -10: 3, 10: 4}),),
+        signals=(restarting(-10), restarting(-10 + 0.5), restarting(10)),
+    )
+    d = diagnose(tf_ctx(), ev)
+    assert d.restart_loop is True
+    # The Event and the condition of one restart, 30 s apart, are one restart.
+    assert d.restart_increase == 2
+    assert d.restart_total == 4
+    assert d.steps[0].queries[0].text.startswith("training_operator_jobs_restarted_total{")
+
+
+def test_kubeflow_counter_rise_owned_by_another_job_is_no_loop() -> None:
+    ev = evidence(
+        restarts=(operator_restarts({-90: 2, 10: 3}),),
+        signals=(restarting(10, job="resnet-other"),),
+    )
+    d = diagnose(tf_ctx(), ev)
+    assert d.restart_loop is False
+    assert d.root_cause is RootCause.NO_RESTART_LOOP
+    assert "resnet-other" in d.evidence[-1].message
+
+
+def test_kubeflow_counter_rise_without_events_is_attributed_to_the_job() -> None:
+    d = diagnose(tf_ctx(), evidence(restarts=(operator_restarts({-90: 2, 10: 3}),), signals=()))
+    assert d.restart_loop is True and d.restart_increase == 1
+    assert any("Attributed" in f.message for f in d.evidence)
+
+
+def test_kubeflow_counter_of_another_framework_or_namespace_is_ignored() -> None:
+    ev = evidence(
+        restarts=(
+            operator_restarts({-90: 0, 0: 4}, framework="pytorch"),
+            operator_restarts({-90: 0, 0: 4}, job_namespace="research"),
+            operator_restarts({-90: 6}),
+        ),
+        signals=(),
+    )
+    d = diagnose(tf_ctx(), ev)
+    assert d.restart_loop is False and d.restart_total == 6
+    # The same series, diagnosed as a PyTorchJob, is a loop.
+    py = diagnose(ctx(workload_kind=WorkloadKind.PYTORCHJOB), ev)
+    assert py.restart_loop is True
+
+
+def test_a_counter_that_appears_inside_the_window_counts_from_zero() -> None:
+    s = series(
+        "training_operator_jobs_restarted_total",
+        {"cluster": CLUSTER, "job_namespace": "default", "framework": "tensorflow"},
+        [(m, 1.0) for m in range(-5, 30)],
+    )
+    d = diagnose(tf_ctx(), evidence(restarts=(s,), signals=()))
+    assert d.restart_loop is True and d.restart_increase == 1
+
+
+def test_jobset_series_do_not_count_for_a_tfjob_and_vice_versa() -> None:
+    ev = evidence(restarts=(looping(),), signals=())
+    assert diagnose(tf_ctx(), ev).restart_loop is not True
+    ev = evidence(restarts=(operator_restarts({-90: 0, 0: 3}),), signals=())
+    assert diagnose(ctx(), ev).restart_loop is not True
+
+
+def nccl(pod: str, replica: str, index: str, coordinator: bool) -> Signal:
+    return signal(
+        SignalKind.NCCL_TIMEOUT,
+        2,
+        pod=pod,
+        workload=WORKLOAD,
+        namespace="default",
+        replica_type=replica,
+        coordinator=coordinator,
+    )
+
+
+def test_worker_0_is_not_the_coordinator_when_the_job_has_a_chief() -> None:
+    pods = (
+        PodInfo(
+            f"{WORKLOAD}-chief-0", "default", "Running", workload=WORKLOAD, replica_type="chief"
+        ),
+        PodInfo(
+            f"{WORKLOAD}-worker-0", "default", "Running", workload=WORKLOAD, replica_type="worker"
+        ),
+    )
+    worker0 = nccl(f"{WORKLOAD}-worker-0", "worker", "0", True)
+    ev = evidence(restarts=(operator_restarts({-90: 0, 0: 1}),), signals=(worker0,), pods=pods)
+    d = diagnose(tf_ctx(), ev)
+    # Only another worker's fault line: the coordinator (the Chief) logged nothing.
+    assert d.root_cause is RootCause.UNKNOWN
+    # Without a Chief, Worker 0 coordinates, and its NCCL timeout is the application's.
+    ev = evidence(restarts=(operator_restarts({-90: 0, 0: 1}),), signals=(worker0,), pods=pods[1:])
+    d = diagnose(tf_ctx(), ev)
+    assert d.root_cause is RootCause.APPLICATION
+    assert "Chief or Master" in next(f.message for f in d.evidence if "coordinator" in f.message)

@@ -83,6 +83,10 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_KUBECONFIG": str(kubeconfig),
         "LOOPBREAKER_COMPUTE_ENDPOINT": "http://127.0.0.1:9/compute",
         "LOOPBREAKER_SUPPORT_ENDPOINT": "http://127.0.0.1:9/support",
+        "LOOPBREAKER_WORKLOAD_KIND": "PyTorchJob",
+        "LOOPBREAKER_ALERT_WEBHOOK_TOKEN": "alert-token-0123456789",
+        "LOOPBREAKER_ALERT_WEBHOOK_BASIC_AUTH": "alertmanager:s3cret",
+        "LOOPBREAKER_ALERT_CLUSTER": "gpu-cluster",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
     }
     s = load_settings(env)
@@ -98,6 +102,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert s.notifier.kind == "file" and s.notifier.path == Path("/tmp/notes")
     assert s.log_level == "DEBUG"
     assert s.unknown == ("LOOPBREAKER_SETTLE_TIMES",)
+    assert s.workload_kind.value == "pytorchjob" and s.alert_cluster == "gpu-cluster"
     chat = s.chatops
     assert chat.slack_bot_token is not None and chat.slack_bot_token.get() == "xoxb-1-2-abc"
     assert chat.slack_channel == "C0123ABC" and chat.slack_api_url == "http://127.0.0.1:9/api/"
@@ -113,6 +118,10 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert chat.remediation_topic == "projects/proj/topics/remediation-requests"
     # Secret values never show in a repr (settings end up in logs and tracebacks).
     assert "xoxb" not in repr(s) and "0123456789abcdef" not in repr(s)
+    assert "s3cret" not in repr(s) and "alert-token" not in repr(s)
+    assert chat.alert_webhook_token is not None
+    assert chat.alert_webhook_token.get() == "alert-token-0123456789"
+    assert chat.alert_webhook_basic_auth is not None
     r = s.remediation
     p = r.policy
     assert (p.dry_run, p.max_deletions_per_hour, p.max_unready_share) == (False, 3, 0.25)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +12,7 @@ from fakes import RecordingSleep
 from fakeservers import Fault, LoggingServer
 
 from loopbreaker.errors import SourceUnavailable
-from loopbreaker.model import Context, SignalKind
+from loopbreaker.model import Context, SignalKind, WorkloadKind
 from loopbreaker.readers import QueryRejected
 from loopbreaker.readers.google_auth import anonymous
 from loopbreaker.readers.logging_reader import LOG_QUERY_ORDER, CloudLoggingReader
@@ -139,12 +140,28 @@ def test_reads_every_filter_in_order_and_classifies(server: LoggingServer) -> No
     # The coordinator entry matched worker_logs too; it was de-duplicated.
     assert result.entries_read == 8
     filters = server.filters_seen()
-    assert len(filters) == len(LOG_QUERY_ORDER)
+    # A JobSet has no restart Events of its own: every other filter runs.
+    assert len(filters) == len(LOG_QUERY_ORDER) - 1
     assert 'logName="projects/p/logs/cloudaudit.googleapis.com%2Fsystem_event"' in filters[1]
     assert all('timestamp >= "2026-05-20T07:45:00Z"' in f for f in filters)
     body = server.requests[0].json()
     assert body["resourceNames"] == ["projects/p"]
     assert body["orderBy"] == "timestamp asc"
+
+
+def test_kubeflow_jobs_read_their_restart_events_first_and_their_own_replicas() -> None:
+    context = replace(CONTEXT, workload_kind=WorkloadKind.TFJOB)
+    reader = CloudLoggingReader(PROJECT, credentials=anonymous(), api_endpoint="http://127.0.0.1:9")
+    filters = dict(reader.filters(context))
+    assert list(filters)[0] == "restart_events"
+    assert 'jsonPayload.involvedObject.kind="TFJob"' in filters["restart_events"]
+    assert '"TFJobRestarting" OR "JobRestarting"' in filters["restart_events"]
+    for qid in ("coordinator_logs", "worker_logs"):
+        assert f'labels."k8s-pod/training_kubeflow_org/job-name"="{WORKLOAD}"' in filters[qid]
+        assert "jobset" not in filters[qid]
+    assert '"chief"' in filters["coordinator_logs"]
+    jobset = dict(reader.filters(CONTEXT))
+    assert "restart_events" not in jobset and "jobset-name" in jobset["worker_logs"]
 
 
 def test_pages_are_followed(server: LoggingServer) -> None:
@@ -179,7 +196,7 @@ def test_auth_error_after_some_filters_keeps_what_was_read(server: LoggingServer
     assert [s.kind for s in result.signals] == [SignalKind.PREEMPTION, SignalKind.HOST_ERROR]
     assert len(server.requests) == 3  # no retry of the 403, no further filter
     assert result.failures[0] == ("node_fault_logs", "HTTP 403 injected fault 403")
-    assert [qid for qid, _ in result.failures[1:]] == list(LOG_QUERY_ORDER[3:])
+    assert [qid for qid, _ in result.failures[1:]] == list(LOG_QUERY_ORDER[4:])
     assert all(why.startswith("not read: HTTP 403") for _, why in result.failures[1:])
 
 

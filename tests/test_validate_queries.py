@@ -48,10 +48,10 @@ def test_shipped_templates_pass() -> None:
     report = validate(CONTEXT)
     assert report.ok, [r for r in report.results if r.status is Status.FAIL]
     checked = {r.query_id for r in report.results if r.status is Status.PASS}
-    live = {t.id for t in TEMPLATES if not t.deprecated}
+    live = {t.qualified_id for t in TEMPLATES if not t.deprecated}
     assert checked == live  # every non-deprecated template, not a subset
     deprecated = {r.query_id for r in report.results if r.check == "deprecated"}
-    assert deprecated == {t.id for t in TEMPLATES if t.deprecated}
+    assert deprecated == {t.qualified_id for t in TEMPLATES if t.deprecated}
 
 
 def test_broken_templates_fail_and_are_named() -> None:
@@ -62,7 +62,8 @@ def test_broken_templates_fail_and_are_named() -> None:
     assert "unclosed left parenthesis" in failures["broken_promql"]
     assert "'(' is never closed (line 1, column 34)" in failures["broken_lql"]
     # The good ones still pass when the batch file fails.
-    assert by_id(report)["restarts"][0].status is Status.PASS
+    assert by_id(report)["restarts[jobset]"][0].status is Status.PASS
+    assert by_id(report)["restarts[kubeflow]"][0].status is Status.PASS
 
 
 def test_unfilled_placeholder_fails() -> None:
@@ -97,7 +98,7 @@ def test_cli_passes_on_shipped_templates(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["validate-queries"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["STATUS", "ID", "LANG", "CHECK", "DETAIL"]
-    assert "OK: 20 pass, 0 fail, 6 skip" in out
+    assert "OK: 26 pass, 0 fail, 6 skip" in out
 
 
 def test_cli_fails_on_a_broken_query(capsys: pytest.CaptureFixture[str]) -> None:
@@ -136,7 +137,7 @@ def test_live_prometheus_accepts_templates_and_rejects_broken(
     report = validate(CONTEXT, templates=[*TEMPLATES, BROKEN_PROMQL], prometheus=reader)
     live = [r for r in report.results if r.check.startswith("live")]
     assert {r.query_id for r in live} == {
-        t.id for t in TEMPLATES if t.language is QueryLanguage.PROMQL
+        t.qualified_id for t in TEMPLATES if t.language is QueryLanguage.PROMQL
     } | {"broken_promql"}
     failed = [r for r in live if r.status is Status.FAIL]
     assert [r.query_id for r in failed] == ["broken_promql"]
@@ -167,7 +168,7 @@ def test_live_logging_one_entry_reads(tmp_path: Path) -> None:
         report = validate(CONTEXT, templates=[*TEMPLATES, BROKEN_LQL], logging=reader)
         bodies = [r.json() for r in server.requests]
     live = {r.query_id: r for r in report.results if r.check.startswith("live")}
-    lql_ids = {t.id for t in TEMPLATES if t.language is QueryLanguage.LQL}
+    lql_ids = {t.qualified_id for t in TEMPLATES if t.language is QueryLanguage.LQL}
     assert set(live) == lql_ids | {"broken_lql"}
     assert all(live[i].status is Status.PASS for i in lql_ids)
     # The fake rejects what does not parse, like the API (400 INVALID_ARGUMENT).

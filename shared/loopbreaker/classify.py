@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
-from loopbreaker.model import Signal, SignalKind
+from loopbreaker.model import KUBEFLOW_CHIEF_TYPES, Signal, SignalKind, WorkloadKind
 from loopbreaker.timeutil import MAX_YEAR, MIN_YEAR, parse_rfc3339
 
 MAX_EXCERPT = 300
@@ -34,7 +34,8 @@ AUDIT_METHODS: dict[str, SignalKind] = {
     "compute.instances.guestTerminate": SignalKind.GUEST_TERMINATE,
 }
 
-_JOB_RESTARTING = re.compile(r"^(?:[A-Za-z]+Job)?Restarting$")
+# TFJobRestarting, PyTorchJobRestarting, the operator's generic JobRestarting.
+_JOB_RESTARTING = re.compile(r"^(?:[A-Za-z]*Job)?Restarting$")
 _TERMINATION_REASON = re.compile(r"terminated due to:?\s*(?P<reason>[^.\n]+)", re.I)
 
 # Ordered: the first pattern that matches names the kind. Interruption markers come first
@@ -329,6 +330,8 @@ def _event_kind(
             fields["pod"] = fields["pod"] or obj_name
         elif obj_kind == "JobSet" or (isinstance(obj_kind, str) and obj_kind.endswith("Job")):
             fields["workload"] = fields["workload"] or obj_name
+            kind = WorkloadKind.from_api_kind(obj_kind)
+            fields["workload_kind"] = fields.get("workload_kind") or (kind and kind.value)
     if isinstance(obj_ns, str):
         fields["namespace"] = fields["namespace"] or obj_ns
     line = f"{reason}: {message}" if message else reason
@@ -337,6 +340,9 @@ def _event_kind(
     if reason in ("FailedScheduling", "NotTriggerScaleUp"):
         return SignalKind.UNSCHEDULABLE, line, reason
     if _JOB_RESTARTING.match(reason) and obj_kind != "Pod":
+        if not fields.get("workload_kind"):
+            kind = WorkloadKind.from_api_kind(reason[: -len("Restarting")])
+            fields["workload_kind"] = kind.value if kind else None
         return SignalKind.JOB_RESTARTING, line, reason
     return None
 
@@ -378,6 +384,15 @@ def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
     jobset = labels.get("k8s-pod/jobset_sigs_k8s_io/jobset-name")
     kubeflow = labels.get("k8s-pod/training_kubeflow_org/job-name")
     fields["workload"] = jobset or kubeflow
+    replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
+    replica_index = labels.get("k8s-pod/training_kubeflow_org/replica-index")
+    if jobset:
+        fields["workload_kind"] = WorkloadKind.JOBSET.value
+    elif kubeflow:
+        operator = labels.get("k8s-pod/training_kubeflow_org/operator-name")
+        kind = kubeflow_kind(operator, replica_type)
+        fields["workload_kind"] = kind.value if kind else None
+        fields["replica_type"] = replica_type.lower() if replica_type else None
     coordinator: bool | None = None
     job_index = labels.get("k8s-pod/jobset_sigs_k8s_io/job-index")
     pod_index = labels.get("k8s-pod/batch_kubernetes_io/job-completion-index")
@@ -389,13 +404,24 @@ def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
         # The label holds the coordinator's endpoint "<jobset>-<rjob>-<job>-<pod>.<subdomain>";
         # pod names add a random suffix to that first part.
         coordinator = pod.rsplit("-", 1)[0] == endpoint.split(".", 1)[0]
-    replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
-    replica_index = labels.get("k8s-pod/training_kubeflow_org/replica-index")
     if coordinator is None and replica_type is not None:
-        coordinator = replica_type.lower() in ("master", "chief", "launcher") or (
+        coordinator = replica_type.lower() in KUBEFLOW_CHIEF_TYPES or (
             replica_type.lower() == "worker" and replica_index == "0"
         )
     fields["coordinator"] = coordinator
+
+
+def kubeflow_kind(operator: str | None, replica_type: str | None) -> WorkloadKind | None:
+    """The Kubeflow kind from the operator's pod labels: ``operator-name`` names the
+    controller (``tfjob-controller``); failing that, TensorFlow-only replica types."""
+    if operator:
+        kind = operator.removesuffix("-controller")
+        for candidate in WorkloadKind:
+            if candidate.kubeflow and candidate.value == kind:
+                return candidate
+    if replica_type and replica_type.lower() in ("chief", "ps", "evaluator"):
+        return WorkloadKind.TFJOB
+    return None
 
 
 def _fill_coordinator(fields: dict[str, Any]) -> None:

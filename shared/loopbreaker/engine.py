@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from loopbreaker import ticket
 from loopbreaker.model import (
     HOST_FAULT_KINDS,
     INTERRUPTION_KINDS,
+    KUBEFLOW_CHIEF_TYPES,
     WORKLOAD_FAULT_KINDS,
     Context,
     Diagnosis,
@@ -36,7 +37,7 @@ from loopbreaker.model import (
     StepStatus,
     SuspectHost,
 )
-from loopbreaker.queries import STEP_TITLES, queries_for
+from loopbreaker.queries import KUBEFLOW_RESTARTS_METRIC, STEP_TITLES, queries_for
 
 #: Failures of one host, inside the window plus remembered history, that make it faulty.
 DEFAULT_FAULTY_HOST_FAILURES = 2
@@ -58,6 +59,10 @@ class Thresholds:
 
 
 DEFAULT_THRESHOLDS = Thresholds()
+
+#: Restart reports of one job this close together are one restart.
+_SAME_RESTART = timedelta(seconds=90)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _STEP_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {
     1: (EvidenceKind.RESTARTS,),
@@ -142,10 +147,12 @@ class _Restarts:
 
 
 def _step1(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: _Notes) -> _Restarts:
-    source = ev.source_of(EvidenceKind.RESTARTS)
-    controller_restarts = [
+    events = _restart_events(
         s for s in signals if s.kind is SignalKind.JOB_RESTARTING and _is_workload(s, ctx)
-    ]
+    )
+    if ctx.workload_kind.kubeflow:
+        return _step1_kubeflow(ctx, ev, signals, events, notes)
+    source = ev.source_of(EvidenceKind.RESTARTS)
     inc: float | None = None
     total: float | None = None
     if ev.restarts is not None:
@@ -180,17 +187,130 @@ def _step1(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: _Notes)
                 "is the JobSet metrics package of managed kube-state-metrics enabled?",
                 source=source,
             )
-    if controller_restarts:
+    if events:
         notes.add(
             1,
-            f"{len(controller_restarts)} controller restart event(s) "
-            f"({controller_restarts[0].reason}) for {ctx.workload} inside the window.",
+            f"{len(events)} controller restart event(s) "
+            f"({events[0].reason}) for {ctx.workload} inside the window.",
             source=ev.source_of(EvidenceKind.LOGS),
         )
-    if inc is not None and inc > 0 or controller_restarts:
+    if inc is not None and inc > 0 or events:
         return _Restarts(True, inc, total)
     if inc is not None:
         return _Restarts(False, inc, total)
+    return _Restarts(None, None, None)
+
+
+def _restart_events(signals: Iterable[Signal]) -> list[Signal]:
+    """One per restart: the operator's Event and the job's condition (and a repeated
+    Event) report the same restart within seconds of each other."""
+    out: list[Signal] = []
+    for sig in sorted(signals, key=lambda s: (s.timestamp is None, s.timestamp or _EPOCH)):
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.timestamp is not None
+            and sig.timestamp is not None
+            and sig.timestamp - last.timestamp <= _SAME_RESTART
+        ):
+            continue
+        out.append(sig)
+    return out
+
+
+def _step1_kubeflow(
+    ctx: Context,
+    ev: Evidence,
+    signals: Sequence[Signal],
+    events: Sequence[Signal],
+    notes: _Notes,
+) -> _Restarts:
+    """The operator counts restarts per namespace and framework, not per job: the job's
+    own ``<Kind>Restarting`` events attribute them. A counter that rose while only other
+    jobs of the namespace reported restarts is theirs, not a loop of this job."""
+    kind = ctx.workload_kind
+    metric = KUBEFLOW_RESTARTS_METRIC
+    source = ev.source_of(EvidenceKind.RESTARTS)
+    logs_seen = ev.signals is not None
+    inc: float | None = None
+    total: float | None = None
+    if ev.restarts is not None:
+        series = [
+            s
+            for s in ev.restarts
+            if s.metric == metric
+            and s.labels.get("framework") == kind.framework
+            and _labels_match(s.labels, {"cluster": ctx.cluster, "job_namespace": ctx.namespace})
+        ]
+        where = f"namespace {ctx.namespace}" if ctx.namespace else "all namespaces"
+        if series:
+            inc = sum(increase(s, ctx.start_time, ctx.end_time, from_zero=True) for s in series)
+            total = _last_value(series, ctx.end_time)
+            verb = f"rose by {inc:g}" if inc > 0 else "did not increase"
+            notes.add(
+                1,
+                f"{metric}{{framework={kind.framework}}} in {where} {verb} inside the window "
+                f"(lifetime count {total:g}); the counter names no job.",
+                None if inc > 0 else RootCause.NO_RESTART_LOOP,
+                source=source,
+            )
+        else:
+            notes.add(
+                1,
+                f"{metric} has no {kind.framework} series in {where} of {ctx.cluster}: is the "
+                "training operator's /metrics endpoint scraped?",
+                source=source,
+            )
+    others = _restart_events(
+        s
+        for s in signals
+        if s.kind is SignalKind.JOB_RESTARTING
+        and s.workload
+        and s.workload != ctx.workload
+        and (s.workload_kind in (None, kind.value))
+        and (ctx.namespace is None or s.namespace in (None, ctx.namespace))
+    )
+    logs = ev.source_of(EvidenceKind.LOGS)
+    if events:
+        notes.add(
+            1,
+            f"{len(events)} restart(s) of {kind.api_kind} {ctx.workload} inside the window "
+            f"({events[0].reason}): the job is in a restart loop.",
+            source=logs,
+        )
+        return _Restarts(True, float(len(events)), total)
+    if inc is not None and inc > 0:
+        if logs_seen and others and len(others) >= inc:
+            notes.add(
+                1,
+                f"The counter's {inc:g} restart(s) belong to other jobs of the namespace "
+                f"({_short_list(sorted({s.workload for s in others if s.workload}))}); "
+                f"{ctx.workload} reported none.",
+                RootCause.NO_RESTART_LOOP,
+                source=logs,
+            )
+            return _Restarts(False, 0.0, total)
+        why = (
+            "no restart event of any job was read"
+            if not logs_seen
+            else "no other job of the namespace reported as many"
+        )
+        notes.add(
+            1,
+            f"Attributed the namespace's {inc:g} restart(s) to {ctx.workload}: {why}.",
+            source=source,
+        )
+        return _Restarts(True, inc, total)
+    if inc is not None:
+        return _Restarts(False, 0.0, total)
+    if logs_seen and ctx.workload:
+        # No counter, but the Events were read: a job that restarted would have said so.
+        notes.add(
+            1,
+            f"No {kind.api_kind}Restarting event for {ctx.workload} inside the window.",
+            RootCause.NO_RESTART_LOOP,
+            source=logs,
+        )
     return _Restarts(None, None, None)
 
 
@@ -588,7 +708,11 @@ def _step4(
     if not capacity and any(e is not None for e in pod_evidence):
         notes.add(4, "Every pod of the workload was scheduled.", RootCause.CAPACITY, supports=False)
 
-    faults = [s for s in signals if s.kind in WORKLOAD_FAULT_KINDS and _is_workload(s, ctx)]
+    faults = [
+        _with_role(s, ctx, ev, signals)
+        for s in signals
+        if s.kind in WORKLOAD_FAULT_KINDS and _is_workload(s, ctx)
+    ]
     coordinator = [s for s in faults if s.coordinator is True]
     unknown_role = [s for s in faults if s.coordinator is None]
     deciding = coordinator or unknown_role
@@ -597,7 +721,8 @@ def _step4(
         kinds = sorted({s.kind.value for s in coordinator})
         notes.add(
             4,
-            f"The coordinator (worker 0 of slice 0, {coordinator[0].pod}) logged "
+            f"The coordinator ({_COORDINATOR[ctx.workload_kind.kubeflow]}, "
+            f"{coordinator[0].pod}) logged "
             f"{', '.join(kinds)}: {coordinator[0].excerpt}",
             RootCause.APPLICATION,
             source=source,
@@ -628,6 +753,25 @@ def _step4(
             supports=False,
         )
     return _Pods(capacity, bool(deciding))
+
+
+_MAINTENANCE_POLICY = {
+    False: "Add a JobSet failurePolicy rule with action RestartJobSetAndIgnoreMaxRestarts "
+    "for disruption failures, so maintenance does not use up maxRestarts.",
+    True: "Use restartPolicy ExitCode so disruption exits (128-255) are retried without "
+    "counting as permanent failures, and size backoffLimit for planned maintenance.",
+}
+_COORDINATOR = {False: "worker 0 of slice 0", True: "the Chief or Master, else Worker 0"}
+
+
+def _with_role(sig: Signal, ctx: Context, ev: Evidence, signals: Sequence[Signal]) -> Signal:
+    """Kubeflow: Worker 0 coordinates only when the job has no Chief or Master."""
+    if sig.replica_type != "worker" or not sig.coordinator:
+        return sig
+    chief = any(
+        p.replica_type in KUBEFLOW_CHIEF_TYPES for p in ev.pods or () if p.workload == ctx.workload
+    ) or any(s.replica_type in KUBEFLOW_CHIEF_TYPES for s in signals if _is_workload(s, ctx))
+    return replace(sig, coordinator=False) if chief else sig
 
 
 def _long_pending(
@@ -850,8 +994,7 @@ def _remediation(cause: RootCause, suspects: Sequence[SuspectHost], ctx: Context
             False,
             (
                 "Set maintenance windows and exclusions on the cluster for the training period.",
-                "Add a JobSet failurePolicy rule with action RestartJobSetAndIgnoreMaxRestarts "
-                "for disruption failures, so maintenance does not use up maxRestarts.",
+                _MAINTENANCE_POLICY[ctx.workload_kind.kubeflow],
                 "Watch the cloud.google.com/scheduled-maintenance-time node label and "
                 "checkpoint before it.",
             ),
@@ -900,8 +1043,8 @@ def _remediation(cause: RootCause, suspects: Sequence[SuspectHost], ctx: Context
         Risk.LOW,
         False,
         (
-            "Read the coordinator's logs (worker 0 of slice 0) and the tracebacks of the "
-            "first failing worker.",
+            f"Read the coordinator's logs ({_COORDINATOR[ctx.workload_kind.kubeflow]}) and "
+            "the tracebacks of the first failing worker.",
             "For NCCL timeouts: rerun with NCCL_DEBUG=INFO and check collective sizes, "
             "timeouts and the network between slices.",
             "No node action: the infrastructure shows no cause.",

@@ -67,6 +67,7 @@ from loopbreaker.model import (
     NodeInfo,
     Signal,
     SignalKind,
+    WorkloadKind,
 )
 from loopbreaker.remediation import RemediationRecord
 from loopbreaker.settings import (
@@ -422,6 +423,8 @@ class Incident:
     workloads: tuple[str, ...] = ()
     #: Clusters its signals named, the first first: it stands in for a key without one.
     clusters: tuple[str, ...] = ()
+    #: Workload kinds its signals named (JobSet labels, Kubeflow Events...), the first first.
+    workload_kinds: tuple[str, ...] = ()
     location: str | None = None
     revision: int = 0
     signal_revision: int = 0
@@ -484,6 +487,7 @@ class Incident:
             "node_pools": list(self.node_pools),
             "workloads": list(self.workloads),
             "clusters": list(self.clusters),
+            "workload_kinds": list(self.workload_kinds),
             "location": self.location,
             "revision": self.revision,
             "signal_revision": self.signal_revision,
@@ -529,6 +533,7 @@ class Incident:
             node_pools=tuple(data.get("node_pools", ())),
             workloads=tuple(data.get("workloads", ())),
             clusters=tuple(data.get("clusters", ())),
+            workload_kinds=tuple(data.get("workload_kinds", ())),
             location=data.get("location"),
             revision=int(data.get("revision", 0)),
             signal_revision=int(data.get("signal_revision", 0)),
@@ -749,6 +754,7 @@ def _count(
         node_pools=_add_name(base.node_pools, signal.node_pool),
         workloads=_add_name(base.workloads, _workload_name(signal)),
         clusters=_add_first(base.clusters, signal.cluster),
+        workload_kinds=_add_first(base.workload_kinds, signal.workload_kind),
         location=location,
         signal_revision=base.signal_revision + 1,
     )
@@ -790,6 +796,7 @@ def recount(
         node_pools=(),
         workloads=(),
         clusters=(),
+        workload_kinds=(),
         location=None,
         signal_revision=0,
     )
@@ -1174,8 +1181,14 @@ def mark_notified(
 # --- diagnosis inputs and outputs ----------------------------------------------------
 
 
-def context_for(incident: Incident, window: timedelta = DEFAULT_WINDOW) -> Context:
-    """The diagnosis context: centred on the incident, wide enough to cover all of it."""
+def context_for(
+    incident: Incident,
+    window: timedelta = DEFAULT_WINDOW,
+    default_kind: WorkloadKind = WorkloadKind.JOBSET,
+) -> Context:
+    """The diagnosis context: centred on the incident, wide enough to cover all of it.
+
+    The workload kind is the first one its signals named, else ``default_kind``."""
     half_span = (incident.last_event - incident.first_event) / 2
     namespace = None
     workload = ""
@@ -1191,7 +1204,13 @@ def context_for(incident: Incident, window: timedelta = DEFAULT_WINDOW) -> Conte
         location=incident.location,
         namespace=namespace or None,
         window=window + half_span,
+        workload_kind=next(
+            (WorkloadKind(k) for k in incident.workload_kinds if k in _KIND_VALUES), default_kind
+        ),
     )
+
+
+_KIND_VALUES = frozenset(k.value for k in WorkloadKind)
 
 
 def lookup_names(incident: Incident, signals: Iterable[Signal]) -> set[str]:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from loopbreaker.model import NodeInfo, PodInfo
+from loopbreaker.model import KUBEFLOW_CHIEF_TYPES, NodeInfo, PodInfo
 
 HOST_LABEL = "cloud.google.com/gce-topology-host"
 POOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -91,6 +91,7 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
         coordinator=_coordinator(name, labels),
         unschedulable=unschedulable,
         message=message,
+        replica_type=(labels.get("training.kubeflow.org/replica-type") or "").lower() or None,
     )
 
 
@@ -102,7 +103,7 @@ def _coordinator(name: str, labels: Mapping[str, str]) -> bool | None:
     replica_type = labels.get("training.kubeflow.org/replica-type")
     if replica_type is not None:
         index = labels.get("training.kubeflow.org/replica-index")
-        return replica_type.lower() in ("master", "chief", "launcher") or (
+        return replica_type.lower() in KUBEFLOW_CHIEF_TYPES or (
             replica_type.lower() == "worker" and index == "0"
         )
     match = _POD_NAME.match(name)

@@ -42,6 +42,57 @@ class SignalKind(StrEnum):
     UNRECOGNIZED = "unrecognized"
 
 
+class WorkloadKind(StrEnum):
+    """The controller that restarts the training job."""
+
+    JOBSET = "jobset"
+    TFJOB = "tfjob"
+    PYTORCHJOB = "pytorchjob"
+
+    @property
+    def kubeflow(self) -> bool:
+        return self is not WorkloadKind.JOBSET
+
+    @property
+    def api_kind(self) -> str:
+        """The Kubernetes kind (``involvedObject.kind`` of its Events)."""
+        return _API_KINDS[self]
+
+    @property
+    def framework(self) -> str | None:
+        """The training operator's ``framework`` metric label (None for JobSet)."""
+        return _FRAMEWORKS.get(self)
+
+    @classmethod
+    def parse(cls, value: str, *, what: str = "workload kind") -> WorkloadKind:
+        """``tfjob``, ``TFJob`` or ``tf-job`` -> TFJOB; a clear error otherwise."""
+        key = value.strip().lower().replace("-", "").replace("_", "")
+        for kind in cls:
+            if key == kind.value:
+                return kind
+        from loopbreaker.errors import InvalidContext
+
+        raise InvalidContext(f"{what} {value!r} is not one of {', '.join(k.value for k in cls)}")
+
+    @classmethod
+    def from_api_kind(cls, kind: str | None) -> WorkloadKind | None:
+        return next((k for k, v in _API_KINDS.items() if v == kind), None)
+
+    @classmethod
+    def from_framework(cls, framework: str | None) -> WorkloadKind | None:
+        return next((k for k, v in _FRAMEWORKS.items() if v == framework), None)
+
+
+_API_KINDS = {
+    WorkloadKind.JOBSET: "JobSet",
+    WorkloadKind.TFJOB: "TFJob",
+    WorkloadKind.PYTORCHJOB: "PyTorchJob",
+}
+_FRAMEWORKS = {WorkloadKind.TFJOB: "tensorflow", WorkloadKind.PYTORCHJOB: "pytorch"}
+#: Kubeflow replica types that coordinate the job; Worker 0 does when there is none.
+KUBEFLOW_CHIEF_TYPES = frozenset({"chief", "master", "launcher"})
+
+
 #: Kinds that say the node went away because the platform took it (not a fault).
 INTERRUPTION_KINDS = frozenset({SignalKind.PREEMPTION, SignalKind.MAINTENANCE})
 #: Kinds that count as a failure of the node's physical host.
@@ -93,6 +144,10 @@ class Signal:
     #: True when the entry comes from worker 0 of slice 0 (the coordinator),
     #: False when it is known to be another worker, None when unknown.
     coordinator: bool | None = None
+    #: The controller kind the entry names (pod labels, Event object kind or reason).
+    workload_kind: str | None = None
+    #: Kubeflow replica type (``chief``, ``worker``...) of the pod, lower case.
+    replica_type: str | None = None
     excerpt: str = ""
     insert_id: str | None = None
     log_name: str | None = None
@@ -104,7 +159,7 @@ class Signal:
             value = getattr(self, name)
             if isinstance(value, datetime):
                 value = format_rfc3339(value)
-            elif isinstance(value, SignalKind):
+            elif isinstance(value, SignalKind | WorkloadKind):
                 value = value.value
             out[name] = value
         return out
@@ -131,6 +186,7 @@ class Context:
     location: str | None = None
     namespace: str | None = None
     window: timedelta = DEFAULT_WINDOW
+    workload_kind: WorkloadKind = WorkloadKind.JOBSET
 
     @property
     def start_time(self) -> datetime:
@@ -151,6 +207,8 @@ class Context:
             "cluster_name": self.cluster,
             "namespace": self.namespace,
             "workload_name": self.workload,
+            "job_kind": self.workload_kind.api_kind,
+            "framework": self.workload_kind.framework,
             "issue_time": format_rfc3339(self.issue_time),
             "start_time": format_rfc3339(self.start_time),
             "end_time": format_rfc3339(self.end_time),
@@ -163,6 +221,7 @@ class Context:
             "cluster": self.cluster,
             "namespace": self.namespace,
             "workload": self.workload,
+            "workload_kind": self.workload_kind.value,
             "issue_time": format_rfc3339(self.issue_time),
             "start_time": format_rfc3339(self.start_time),
             "end_time": format_rfc3339(self.end_time),
@@ -210,6 +269,8 @@ class PodInfo:
     workload: str | None = None
     coordinator: bool | None = None
     unschedulable: bool = False
+    #: Kubeflow replica type, lower case (``chief``, ``master``, ``worker``, ``ps``).
+    replica_type: str | None = None
     message: str | None = None
 
 

@@ -12,16 +12,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from loopbreaker.classify import AUDIT_METHODS
-from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage
+from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage, WorkloadKind
 
 _PLACEHOLDER = re.compile(
-    r"\{(project_id|location|cluster_name|namespace|workload_name|issue_time|start_time|end_time)\}"
+    r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
+    r"issue_time|start_time|end_time)\}"
 )
 
 P, L, M = QueryLanguage.PROMQL, QueryLanguage.LQL, QueryLanguage.MQL
 
 STEP_TITLES: Mapping[int, str] = {
-    1: "JobSet restarts",
+    1: "Workload restarts",
     2: "Node-pool interruptions",
     3: "Nodes and host VMs",
     4: "Pods and workers",
@@ -47,6 +48,16 @@ RAW_SELECTORS: Mapping[EvidenceKind, str] = {
         'pod_name=~"{workload_name}.*"}'
     ),
 }
+
+#: Kubeflow's operator counts restarts per namespace and framework; it has no job label.
+KUBEFLOW_RESTARTS_METRIC = "training_operator_jobs_restarted_total"
+KUBEFLOW_RESTARTS_SELECTOR = (
+    KUBEFLOW_RESTARTS_METRIC + '{cluster="{cluster_name}", job_namespace="{namespace}", '
+    'framework="{framework}"}'
+)
+_KUBEFLOW_JOB_LABEL = 'labels."k8s-pod/training_kubeflow_org/job-name"'
+_KUBEFLOW_TYPE_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-type"'
+_KUBEFLOW_INDEX_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-index"'
 
 _WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
 
@@ -84,7 +95,23 @@ class Template:
     text: str
     description: str
     deprecated: bool = False
+    #: The workload kinds the template serves; an id may have one variant per kind.
+    kinds: frozenset[WorkloadKind] = frozenset(WorkloadKind)
 
+    def serves(self, kind: WorkloadKind) -> bool:
+        return kind in self.kinds
+
+    @property
+    def qualified_id(self) -> str:
+        """The id, plus the kinds of a kind-specific variant: ``restarts[kubeflow]``."""
+        if self.kinds == frozenset(WorkloadKind):
+            return self.id
+        label = "kubeflow" if self.kinds == _KUBEFLOW else ",".join(sorted(self.kinds))
+        return f"{self.id}[{label}]"
+
+
+_JOBSET = frozenset({WorkloadKind.JOBSET})
+_KUBEFLOW = frozenset(k for k in WorkloadKind if k.kubeflow)
 
 TEMPLATES: tuple[Template, ...] = (
     # Step 1
@@ -94,6 +121,7 @@ TEMPLATES: tuple[Template, ...] = (
         P,
         'kube_jobset_restarts{jobset_name="{workload_name}", cluster="{cluster_name}"}',
         "Lifetime restart count of the JobSet (a gauge of status.restarts).",
+        kinds=_JOBSET,
     ),
     Template(
         "restarts_increase",
@@ -102,6 +130,7 @@ TEMPLATES: tuple[Template, ...] = (
         'max by (jobset_name) (increase(kube_jobset_restarts{cluster="{cluster_name}", '
         'jobset_name="{workload_name}"}[60m]))',
         "Restarts inside the 60 minute window (evaluate at end_time).",
+        kinds=_JOBSET,
     ),
     Template(
         "restarts_changes",
@@ -110,6 +139,7 @@ TEMPLATES: tuple[Template, ...] = (
         'max by (jobset_name) (changes(kube_jobset_restarts{cluster="{cluster_name}", '
         'jobset_name="{workload_name}"}[60m]))',
         "How often the restart gauge changed inside the window.",
+        kinds=_JOBSET,
     ),
     Template(
         "restarts_raw",
@@ -117,6 +147,7 @@ TEMPLATES: tuple[Template, ...] = (
         P,
         RAW_SELECTORS[EvidenceKind.RESTARTS] + "[90m]",
         "Raw samples the engine reads (evaluate at end_time).",
+        kinds=_JOBSET,
     ),
     Template(
         "restarts_mql",
@@ -130,6 +161,45 @@ TEMPLATES: tuple[Template, ...] = (
         "| group_by [metric.jobset_name], [val: max(value)]",
         "Deprecated MQL form of the restart query.",
         deprecated=True,
+        kinds=_JOBSET,
+    ),
+    # Step 1, Kubeflow training operator (TFJob, PyTorchJob)
+    Template(
+        "restarts",
+        1,
+        P,
+        KUBEFLOW_RESTARTS_SELECTOR,
+        "Restarts counted by the training operator for the namespace and framework (no job "
+        "label: the job's own <Kind>Restarting events attribute them).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restarts_increase",
+        1,
+        P,
+        "sum by (job_namespace, framework) (increase(" + KUBEFLOW_RESTARTS_SELECTOR + "[60m]))",
+        "Operator restarts inside the 60 minute window (evaluate at end_time).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restarts_raw",
+        1,
+        P,
+        KUBEFLOW_RESTARTS_SELECTOR + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restart_events",
+        1,
+        L,
+        'logName="projects/{project_id}/logs/events"\n'
+        'AND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND jsonPayload.involvedObject.kind="{job_kind}"\n'
+        'AND jsonPayload.involvedObject.name="{workload_name}"\n'
+        'AND jsonPayload.reason=("{job_kind}Restarting" OR "JobRestarting")\n' + _WINDOW_LQL,
+        "The operator's restart events of this job (they name it; the counter does not).",
+        kinds=_KUBEFLOW,
     ),
     # Step 2
     Template(
@@ -313,6 +383,7 @@ TEMPLATES: tuple[Template, ...] = (
         'AND labels."k8s-pod/jobset_sigs_k8s_io/job-index"="0"\n'
         'AND labels."k8s-pod/batch_kubernetes_io/job-completion-index"="0"\n' + _WINDOW_LQL,
         "Logs of worker 0 in slice 0 (the coordinator), read first.",
+        kinds=_JOBSET,
     ),
     Template(
         "worker_logs",
@@ -321,6 +392,28 @@ TEMPLATES: tuple[Template, ...] = (
         'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
         'AND labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{workload_name}"\n' + _WINDOW_LQL,
         "Logs of every worker of the JobSet (the published query).",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "coordinator_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f'AND {_KUBEFLOW_JOB_LABEL}="{{workload_name}}"\n'
+        f'AND ({_KUBEFLOW_TYPE_LABEL}=("chief" OR "Chief" OR "master" OR "Master")\n'
+        f'  OR ({_KUBEFLOW_TYPE_LABEL}=("worker" OR "Worker") AND {_KUBEFLOW_INDEX_LABEL}="0"))\n'
+        + _WINDOW_LQL,
+        "Logs of the Chief or Master (the coordinator), and of Worker 0, read first.",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "worker_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f'AND {_KUBEFLOW_JOB_LABEL}="{{workload_name}}"\n' + _WINDOW_LQL,
+        "Logs of every replica of the job.",
+        kinds=_KUBEFLOW,
     ),
 )
 
@@ -346,11 +439,24 @@ def render(template: Template, context: Context) -> Query:
     )
 
 
+def templates_for(kind: WorkloadKind) -> tuple[Template, ...]:
+    return tuple(t for t in TEMPLATES if t.serves(kind))
+
+
 def queries_for(context: Context, *, steps: Iterable[int] | None = None) -> tuple[Query, ...]:
     wanted = set(steps) if steps is not None else None
-    return tuple(render(t, context) for t in TEMPLATES if wanted is None or t.step in wanted)
+    return tuple(
+        render(t, context)
+        for t in templates_for(context.workload_kind)
+        if wanted is None or t.step in wanted
+    )
 
 
 def selector(kind: EvidenceKind, context: Context) -> str:
     """The raw selector for one kind of metric evidence, filled from the context."""
-    return fill(RAW_SELECTORS[kind], context.placeholders())
+    text = RAW_SELECTORS[kind]
+    if kind is EvidenceKind.RESTARTS and context.workload_kind.kubeflow:
+        text = KUBEFLOW_RESTARTS_SELECTOR
+        if not context.namespace:  # every namespace; the job's events attribute them
+            text = text.replace(', job_namespace="{namespace}"', "")
+    return fill(text, context.placeholders())

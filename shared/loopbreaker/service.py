@@ -393,7 +393,7 @@ class Responder:
             return
         if tallied is not None and self._not_yet(incident, now, report):
             return
-        context = incidents.context_for(incident)
+        context = incidents.context_for(incident, default_kind=self.settings.workload_kind)
         budget = QueryBudget(self.settings.query_budget)
         evidence = self.evidence.collect(context, budget)
         signals = self.store.signals(incident_id)

@@ -15,7 +15,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from loopbreaker.approvals import parse_approvers
-from loopbreaker.errors import ConfigError
+from loopbreaker.errors import ConfigError, LoopbreakerError
+from loopbreaker.model import WorkloadKind
 from loopbreaker.remediation import (
     DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_MAX_DELETIONS_PER_HOUR,
@@ -136,6 +137,9 @@ class ChatOps:
     action_signing_key: Secret | None = None
     approval_ttl: timedelta = DEFAULT_APPROVAL_TTL
     remediation_topic: str | None = None
+    #: What ``on_alertmanager_webhook`` accepts: a bearer token, ``user:password``, or both.
+    alert_webhook_token: Secret | None = None
+    alert_webhook_basic_auth: Secret | None = None
 
     @property
     def approvals_enabled(self) -> bool:
@@ -149,6 +153,8 @@ class ChatOps:
             "slack_signing_secret": self.slack_signing_secret,
             "google_chat_webhook_url": self.google_chat_webhook_url,
             "action_signing_key": self.action_signing_key,
+            "alert_webhook_token": self.alert_webhook_token,
+            "alert_webhook_basic_auth": self.alert_webhook_basic_auth,
         }
         return {k: v for k, v in found.items() if v is not None}
 
@@ -189,6 +195,10 @@ class Settings:
     chatops: ChatOps = ChatOps()
     remediation: Remediation = Remediation()
     log_level: str = DEFAULT_LOG_LEVEL
+    #: The kind of workload a signal that does not say is about.
+    workload_kind: WorkloadKind = WorkloadKind.JOBSET
+    #: The cluster of alerts that carry no ``cluster`` label (one Prometheus per cluster).
+    alert_cluster: str | None = None
     #: ``LOOPBREAKER_*`` names that are set but unknown (typos); logged at start-up.
     unknown: tuple[str, ...] = ()
 
@@ -411,10 +421,34 @@ VARIABLES: tuple[Variable, ...] = (
         "logged.",
     ),
     Variable(
+        "LOOPBREAKER_WORKLOAD_KIND",
+        "`jobset`",
+        "`jobset`, `tfjob` or `pytorchjob`: the kind of a workload whose signals do not say "
+        "(pod labels, Event kinds and alert labels do).",
+    ),
+    Variable(
+        "LOOPBREAKER_ALERT_WEBHOOK_TOKEN",
+        "none",
+        "Bearer token `on_alertmanager_webhook` accepts (`Authorization: Bearer`, or "
+        "`?auth_token=` for Cloud Monitoring webhook channels).",
+    ),
+    Variable(
+        "LOOPBREAKER_ALERT_WEBHOOK_BASIC_AUTH",
+        "none",
+        "`user:password` that `on_alertmanager_webhook` accepts as HTTP basic auth. With "
+        "neither this nor the token set, every request is refused (401).",
+    ),
+    Variable(
+        "LOOPBREAKER_ALERT_CLUSTER",
+        "none",
+        "Cluster of alerts that carry no `cluster` label (a Prometheus per cluster).",
+    ),
+    Variable(
         "LOOPBREAKER_<SECRET>_SECRET_NAME",
         "none",
-        "For `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, `GOOGLE_CHAT_WEBHOOK_URL` and "
-        "`ACTION_SIGNING_KEY`: a Secret Manager version "
+        "For `SLACK_BOT_TOKEN`, `SLACK_SIGNING_SECRET`, `GOOGLE_CHAT_WEBHOOK_URL`, "
+        "`ACTION_SIGNING_KEY`, `ALERT_WEBHOOK_TOKEN` and `ALERT_WEBHOOK_BASIC_AUTH`: a "
+        "Secret Manager version "
         "(`projects/P/secrets/S/versions/V`) read once at start instead of the value.",
     ),
     Variable(
@@ -428,6 +462,8 @@ _SECRET_VARIABLES = (
     "SLACK_SIGNING_SECRET",
     "GOOGLE_CHAT_WEBHOOK_URL",
     "ACTION_SIGNING_KEY",
+    "ALERT_WEBHOOK_TOKEN",
+    "ALERT_WEBHOOK_BASIC_AUTH",
 )
 _KNOWN = frozenset(
     {v.name for v in VARIABLES if "<" not in v.name}
@@ -503,8 +539,19 @@ def load_settings(
         chatops=chatops,
         remediation=remediation,
         log_level=log_level,
+        workload_kind=_workload_kind(get("WORKLOAD_KIND")),
+        alert_cluster=get("ALERT_CLUSTER"),
         unknown=tuple(sorted(k for k in environ if k.startswith(PREFIX) and k not in known)),
     )
+
+
+def _workload_kind(value: str | None) -> WorkloadKind:
+    if value is None:
+        return WorkloadKind.JOBSET
+    try:
+        return WorkloadKind.parse(value)
+    except LoopbreakerError as exc:
+        raise ConfigError(f"{PREFIX}WORKLOAD_KIND: {exc}") from exc
 
 
 def parse_duration(text: str) -> timedelta:
@@ -623,7 +670,12 @@ def _chatops(
         action_signing_key=key,
         approval_ttl=ttl,
         remediation_topic=_topic(get("REMEDIATION_TOPIC"), project),
+        alert_webhook_token=_secret(get, "ALERT_WEBHOOK_TOKEN"),
+        alert_webhook_basic_auth=_secret(get, "ALERT_WEBHOOK_BASIC_AUTH"),
     )
+    basic = chat.alert_webhook_basic_auth
+    if basic is not None and basic.value is not None and ":" not in basic.value:
+        raise ConfigError(f"{PREFIX}ALERT_WEBHOOK_BASIC_AUTH: expected user:password")
     webhook = chat.google_chat_webhook_url
     if webhook is not None and webhook.value is not None and not _URL.match(webhook.value):
         raise ConfigError(f"{PREFIX}GOOGLE_CHAT_WEBHOOK_URL: expected an http(s) URL")

@@ -42,6 +42,7 @@ PODS_FILE = "pods.json"
 #: Which metric feeds which kind of evidence (Managed Prometheus PromQL names).
 METRIC_KINDS: dict[str, EvidenceKind] = {
     "kube_jobset_restarts": EvidenceKind.RESTARTS,
+    "training_operator_jobs_restarted_total": EvidenceKind.RESTARTS,
     "kubernetes_io:node_pool_interruption_count": EvidenceKind.INTERRUPTIONS,
     "kubernetes_io:node_status_condition": EvidenceKind.NODE_CONDITIONS,
     "kube_pod_status_phase": EvidenceKind.POD_PHASES,
@@ -246,7 +247,7 @@ def load_directory(directory: Path) -> Evidence:
             raise InvalidTelemetry(f"cannot read {metrics_path}: {exc}") from exc
         parsed = parse_openmetrics(text)
         for name, kind in METRIC_KINDS.items():
-            values[kind.value] = tuple(parsed.get(name, ()))
+            values[kind.value] = values.get(kind.value, ()) + tuple(parsed.get(name, ()))
             sources[kind] = SourceStatus(f"file:{METRICS_FILE}", True)
     else:
         for kind in METRIC_KINDS.values():

@@ -40,10 +40,11 @@ def draft(
     )
     host_words = "physical host" if host.host_known else "host of node"
     restarts = (
-        f"JobSet {ctx.workload} restarted {restart_increase:g} time(s) between "
+        f"{ctx.workload_kind.api_kind} {ctx.workload} restarted {restart_increase:g} time(s) "
+        "between "
         f"{format_rfc3339(ctx.start_time)} and {format_rfc3339(ctx.end_time)}"
         if restart_increase
-        else f"JobSet {ctx.workload} is in a restart loop"
+        else f"{ctx.workload_kind.api_kind} {ctx.workload} is in a restart loop"
     )
     summary = (
         f"{restarts} in GKE cluster {ctx.cluster}"

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -49,7 +49,7 @@ INSTALL_HINT = (
     "binary from https://prometheus.io/download/"
 )
 _LEFTOVER = re.compile(
-    r"\{(project_id|location|cluster_name|namespace|workload_name|"
+    r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
     r"issue_time|start_time|end_time)\}"
 )
 _PARSE_ERROR = re.compile(r"could not parse expression: (?P<msg>.+)$", re.MULTILINE)
@@ -152,14 +152,17 @@ def validate(
     results: list[CheckResult] = []
     promql: list[FilledQuery] = []
     logql: list[FilledQuery] = []
-    values = context.placeholders()
     for template in templates:
-        text = fill(template.text, values)
+        # A kind-specific variant is filled as that kind's job would fill it.
+        kind = context.workload_kind
+        if not template.serves(kind):
+            kind = sorted(template.kinds)[0]
+        text = fill(template.text, replace(context, workload_kind=kind).placeholders())
         language = template.language
         if template.deprecated:
             results.append(
                 CheckResult(
-                    template.id,
+                    template.qualified_id,
                     language.value,
                     "deprecated",
                     Status.SKIP,
@@ -172,7 +175,7 @@ def validate(
         if leftover:
             results.append(
                 CheckResult(
-                    template.id,
+                    template.qualified_id,
                     language.value,
                     "placeholders",
                     Status.FAIL,
@@ -181,7 +184,7 @@ def validate(
                 )
             )
             continue
-        query = FilledQuery(template.id, language, text)
+        query = FilledQuery(template.qualified_id, language, text)
         if language is QueryLanguage.PROMQL:
             promql.append(query)
         elif language is QueryLanguage.LQL:
@@ -189,7 +192,12 @@ def validate(
         else:
             results.append(
                 CheckResult(
-                    template.id, language.value, "language", Status.FAIL, "no checker", text
+                    template.qualified_id,
+                    language.value,
+                    "language",
+                    Status.FAIL,
+                    "no checker",
+                    text,
                 )
             )
     results += check_promql_offline(promql, promtool, live_fallback=prometheus is not None)
@@ -198,7 +206,7 @@ def validate(
         results += check_promql_live(promql, prometheus, at=context.end_time)
     if logging is not None:
         results += check_lql_live(logql, logging)
-    order = {t.id: i for i, t in enumerate(templates)}
+    order = {t.qualified_id: i for i, t in enumerate(templates)}
     results.sort(key=lambda r: order.get(r.query_id, len(order)))
     return Report(tuple(results))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from loopbreaker import engine, render
 from loopbreaker.errors import InvalidContext
-from loopbreaker.model import Context, Evidence, EvidenceKind, SourceStatus
-from loopbreaker.queries import TEMPLATES, fill
+from loopbreaker.model import Context, Evidence, EvidenceKind, SourceStatus, WorkloadKind
+from loopbreaker.queries import fill, templates_for
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 REQUIRED = ("cluster", "workload", "issue_time")
@@ -61,6 +61,14 @@ def add_context_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--namespace", help="Kubernetes namespace of the workload")
     group.add_argument("--workload", help="JobSet (or TFJob/PyTorchJob) name (required)")
     group.add_argument(
+        "--workload-kind",
+        dest="workload_kind",
+        choices=[k.value for k in WorkloadKind],
+        default=WorkloadKind.JOBSET.value,
+        help="the controller of the workload: JobSet, or Kubeflow's TFJob / PyTorchJob "
+        "(default: jobset)",
+    )
+    group.add_argument(
         "--issue-time",
         dest="issue_time",
         metavar="T",
@@ -91,6 +99,7 @@ def context_from_args(args: argparse.Namespace) -> Context:
         project=args.project or None,
         location=args.location or None,
         namespace=args.namespace or None,
+        workload_kind=WorkloadKind(args.workload_kind),
     )
 
 
@@ -130,12 +139,15 @@ def run_diagnose(args: argparse.Namespace) -> int:
 
 
 def run_queries(args: argparse.Namespace) -> int:
+    kind = WorkloadKind(args.workload_kind)
     values: dict[str, str | None] = {
         "project_id": args.project,
         "location": args.location,
         "cluster_name": args.cluster,
         "namespace": args.namespace,
         "workload_name": args.workload,
+        "job_kind": kind.api_kind,
+        "framework": kind.framework,
         "issue_time": None,
         "start_time": None,
         "end_time": None,
@@ -151,12 +163,13 @@ def run_queries(args: argparse.Namespace) -> int:
             start_time=format_rfc3339(ctx.start_time),
             end_time=format_rfc3339(ctx.end_time),
         )
-    chosen = [t for t in TEMPLATES if args.include_deprecated or not t.deprecated]
+    chosen = [t for t in templates_for(kind) if args.include_deprecated or not t.deprecated]
     if args.format == "json":
         out = [
             {
                 "id": t.id,
                 "step": t.step,
+                "workload_kind": kind.value,
                 "language": t.language.value,
                 "deprecated": t.deprecated,
                 "description": t.description,

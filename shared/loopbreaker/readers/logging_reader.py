@@ -16,7 +16,7 @@ import requests
 from loopbreaker.classify import classify
 from loopbreaker.errors import InvalidLogEntry, SourceUnavailable
 from loopbreaker.model import Context, QueryLanguage, Signal
-from loopbreaker.queries import TEMPLATES, fill
+from loopbreaker.queries import fill, templates_for
 from loopbreaker.readers import LogReadResult, QueryRejected, SourceUnreachable
 from loopbreaker.readers.google_auth import GoogleCredentials
 from loopbreaker.readers.retry import DEFAULT_TIMEOUT, RetryPolicy, network_reason
@@ -27,6 +27,7 @@ DEFAULT_MAX_ENTRIES = 2000
 DEFAULT_PAGE_SIZE = 500
 #: The LQL templates run, in this order (coordinator before the other workers).
 LOG_QUERY_ORDER = (
+    "restart_events",
     "nodepool_logs",
     "system_events",
     "node_fault_logs",
@@ -71,7 +72,9 @@ class CloudLoggingReader:
 
     def filters(self, context: Context) -> list[tuple[str, str]]:
         """(query id, filled LQL) in reading order."""
-        by_id = {t.id: t for t in TEMPLATES if t.language is QueryLanguage.LQL}
+        by_id = {
+            t.id: t for t in templates_for(context.workload_kind) if t.language is QueryLanguage.LQL
+        }
         values = {**context.placeholders(), "project_id": self.project}
         return [(qid, fill(by_id[qid].text, values)) for qid in self._query_ids if qid in by_id]
 
