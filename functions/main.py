@@ -9,6 +9,11 @@ Targets:
                 HTTP, Slack interactivity / Google Chat app endpoint: a verified Approve
                 or Reject click; publishes one remediation request per approval. It holds
                 no permission to touch nodes or VMs.
+  on_alertmanager_webhook
+                HTTP, Alertmanager webhook (version 4) or Cloud Monitoring notification
+                (webhook or Pub/Sub push channel): firing and resolved alerts become
+                signals of the same responder and store as on_log_entry. Bearer or basic
+                auth; 4xx for bad payloads (not retried), 503 for transient failures.
   on_remediation_request
                 Eventarc CloudEvent from LOOPBREAKER_REMEDIATION_TOPIC: re-check, cordon,
                 drain, delete the VM (or report its host), file the support case. Dry run
@@ -33,7 +38,12 @@ import functions_framework
 from cloudevents.http import CloudEvent
 
 from loopbreaker import logs
-from loopbreaker.bootstrap import build_chat_actions, build_remediator, build_responder
+from loopbreaker.bootstrap import (
+    build_alert_webhook,
+    build_chat_actions,
+    build_remediator,
+    build_responder,
+)
 from loopbreaker.envelope import UndecodableMessage, from_cloud_event
 from loopbreaker.errors import InvalidInput
 from loopbreaker.settings import Runtime, Settings, load_settings
@@ -42,7 +52,8 @@ SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
 logs.configure(SETTINGS.log_level)
 
 _built: dict[Callable[[Settings], Any], Any] = {}
-_lock = threading.Lock()
+# Re-entrant: the alert webhook's builder asks for the shared responder inside _once.
+_lock = threading.RLock()
 _JSON = {"Content-Type": "application/json"}
 T = TypeVar("T")
 
@@ -78,6 +89,20 @@ def on_chat_action(request: Any) -> tuple[str, int, dict[str, str]]:
     # The raw bytes: Slack's signature covers the body exactly as sent, before any parsing.
     reply = _once(build_chat_actions).handle(dict(request.headers), request.get_data(cache=True))
     return reply.json(), reply.status, _JSON
+
+
+def _alert_webhook(settings: Settings) -> Any:
+    # The responder on_log_entry uses: one store, so a failure that a log sink and an
+    # alert both report is one incident.
+    return build_alert_webhook(settings, responder=_once(build_responder))
+
+
+@functions_framework.http
+def on_alertmanager_webhook(request: Any) -> tuple[str, int, dict[str, str]]:
+    reply = _once(_alert_webhook).handle(
+        dict(request.headers), request.get_data(cache=True), dict(request.args)
+    )
+    return reply.json(), reply.status, {**_JSON, **reply.headers}
 
 
 @functions_framework.cloud_event

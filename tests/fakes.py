@@ -78,6 +78,10 @@ class FakeStore:
             target = incidents.choose(
                 candidates, arrival.event_time, arrival.policy.grouping_window
             )
+            if target is None and arrival.join_only:
+                for dedup_id in arrival.dedup_ids:
+                    self.dedup[dedup_id] = arrival.now
+                return IngestResult(duplicate=False)
             absorbed = incidents.absorb(self.incidents.get(target) if target else None, arrival)
             self.incidents[absorbed.incident.id] = absorbed.incident
             for dedup_id in arrival.dedup_ids:

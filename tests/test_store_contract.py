@@ -553,3 +553,24 @@ def test_concurrent_reservations_never_exceed_the_limit(store_factory: StoreFact
     with ThreadPoolExecutor(max_workers=8) as pool:
         granted = list(pool.map(reserve, range(8)))
     assert sum(granted) == 2 and handles[0].deletions_since("c1", T0) == 2
+
+
+def test_a_join_only_arrival_never_opens_an_incident(store: IncidentStore) -> None:
+    alone = dataclasses.replace(
+        arrival("resolved-1", kind=SignalKind.ALERT_RESOLVED), join_only=True
+    )
+    result = store.ingest(alone)
+    assert not result.duplicate and result.joined is None
+    assert store.list_incidents() == []
+    # Remembered: the same notification again is a duplicate, and still opens nothing.
+    assert store.ingest(alone).duplicate and store.list_incidents() == []
+    # With an open incident of its key, it joins it (and is counted there).
+    opened = store.ingest(arrival("a", 1))
+    assert opened.joined is not None
+    later = dataclasses.replace(
+        arrival("resolved-2", 3, kind=SignalKind.ALERT_RESOLVED), join_only=True
+    )
+    joined = store.ingest(later)
+    assert joined.joined == opened.joined and not joined.created
+    current = refresh(store, opened.joined, 500)
+    assert current is not None and current.counts.get("alert_resolved") == 1

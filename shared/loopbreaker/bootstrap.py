@@ -22,6 +22,7 @@ from loopbreaker.settings import Settings, StoreKind
 from loopbreaker.store.base import IncidentStore
 
 if TYPE_CHECKING:
+    from loopbreaker.alert_webhook import AlertWebhook
     from loopbreaker.chatops import ChatActions
     from loopbreaker.readers.google_auth import GoogleCredentials
     from loopbreaker.remediate import ActuatorFactory, Remediator
@@ -157,6 +158,30 @@ def build_chat_actions(
             if chat.google_chat_audience
             else None
         ),
+    )
+
+
+def build_alert_webhook(settings: Settings, *, responder: Responder | None = None) -> AlertWebhook:
+    """Wire ``on_alertmanager_webhook`` around the responder ``on_log_entry`` uses (one
+    store, one incident for a failure that both a log sink and an alert report)."""
+    from loopbreaker.alert_webhook import AlertWebhook
+
+    settings = resolve_secrets(settings)
+    chat = settings.chatops
+    token, basic = chat.alert_webhook_token, chat.alert_webhook_basic_auth
+    if token is None and basic is None:
+        logs.event(
+            logs.get_logger("bootstrap"),
+            logging.WARNING,
+            "on_alertmanager_webhook refuses every request: set LOOPBREAKER_ALERT_WEBHOOK_TOKEN "
+            "or LOOPBREAKER_ALERT_WEBHOOK_BASIC_AUTH",
+            event="alert_webhook_unconfigured",
+        )
+    return AlertWebhook(
+        responder if responder is not None else build_responder(settings),
+        token=token.get() if token is not None else None,
+        basic_auth=basic.get() if basic is not None else None,
+        default_cluster=settings.alert_cluster,
     )
 
 

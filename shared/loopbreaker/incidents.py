@@ -611,6 +611,9 @@ class Arrival:
     entry_id: str
     message_id: str | None
     policy: Policy
+    #: Join an open incident but never open one (a resolved alert with nothing to resolve
+    #: is only remembered, so its redelivery is a duplicate).
+    join_only: bool = False
 
     @property
     def dedup_ids(self) -> tuple[str, ...]:

@@ -40,6 +40,8 @@ class SignalKind(StrEnum):
     UNSCHEDULABLE = "unschedulable"
     JOB_RESTARTING = "job_restarting"
     UNRECOGNIZED = "unrecognized"
+    # Alerts (never from a log entry): an alert that fired before has resolved.
+    ALERT_RESOLVED = "alert_resolved"
 
 
 class WorkloadKind(StrEnum):

@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from loopbreaker import engine, incidents, notify, render
+from loopbreaker.alerts import AlertSignal
 from loopbreaker.approvals import choose_target
 from loopbreaker.classify import classify
 from loopbreaker.envelope import Delivery
@@ -49,6 +50,7 @@ from loopbreaker.model import (
     EvidenceKind,
     HostFailureRecord,
     Signal,
+    SignalKind,
     SourceStatus,
 )
 from loopbreaker.notify import Notifier
@@ -202,7 +204,6 @@ class Responder:
         self, message_id: str | None, entry: object, *, fallback_time: str | None = None
     ) -> Outcome:
         """Group one LogEntry into an incident. TransientError propagates (retry)."""
-        now = self.clock()
         try:
             signal = classify(entry)
         except InvalidLogEntry as exc:
@@ -210,11 +211,52 @@ class Responder:
             reason = text if text.startswith("not a LogEntry") else f"not a LogEntry: {text}"
             return self.reject(message_id, reason)
         assert isinstance(entry, Mapping)  # classify() accepted it
+        return self._ingest(
+            signal, incidents.entry_id(entry), message_id, fallback_time=fallback_time
+        )
+
+    def handle_alert(self, alert: AlertSignal, message_id: str | None = None) -> Outcome:
+        """Group one alert's signal like a log entry's; its dedup id is the alert's own
+        (fingerprint, start, status), so a re-sent notification is a duplicate.
+        A resolved alert joins the open incident of its key and never opens one."""
+        if alert.signal is None or alert.reason is not None:
+            ids = incidents.dedup_ids(alert.dedup_id, message_id)
+            if self.store.remember(ids, self.clock()):
+                return Outcome(Status.DUPLICATE, message_id, kind=alert.name)
+            reason = alert.reason or "not a loopbreaker alert"
+            self._count(Status.IGNORED)
+            event(
+                self._log,
+                logging.INFO,
+                f"ignored alert {alert.name}: {reason}",
+                labels={"message_id": message_id},
+                event="alert_ignored",
+                alertname=alert.name,
+                reason=reason,
+            )
+            return Outcome(Status.IGNORED, message_id, kind=alert.name, reason=reason)
+        return self._ingest(
+            alert.signal,
+            alert.dedup_id,
+            message_id,
+            join_only=alert.signal.kind is SignalKind.ALERT_RESOLVED,
+        )
+
+    def _ingest(
+        self,
+        signal: Signal,
+        entry_id: str,
+        message_id: str | None,
+        *,
+        fallback_time: str | None = None,
+        join_only: bool = False,
+    ) -> Outcome:
+        now = self.clock()
         key = incidents.key_for(signal, self.settings.project)
         labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
         if key is None:
             # Remembered all the same, so a redelivery counts as a duplicate, not again.
-            ids = incidents.dedup_ids(incidents.entry_id(entry), message_id)
+            ids = incidents.dedup_ids(entry_id, message_id)
             if self.store.remember(ids, now):
                 return self._duplicate(message_id, signal, labels)
             self._count(Status.IGNORED)
@@ -239,14 +281,28 @@ class Responder:
             signal=signal,
             event_time=event_time,
             now=now,
-            entry_id=incidents.entry_id(entry),
+            entry_id=entry_id,
             message_id=message_id,
             policy=self._policy,
+            join_only=join_only,
         )
         result = self.store.ingest(arrival)
         incident_id = result.joined
-        if result.duplicate or incident_id is None:
+        if result.duplicate:
             return self._duplicate(message_id, signal, labels)
+        if incident_id is None:
+            self._count(Status.IGNORED)
+            reason = "no open incident to update"
+            event(
+                self._log,
+                logging.INFO,
+                f"ignored {signal.kind.value}: {reason}",
+                labels=labels,
+                event="entry_ignored",
+                kind=signal.kind.value,
+                key=str(key),
+            )
+            return Outcome(Status.IGNORED, message_id, kind=signal.kind.value, reason=reason)
         self._count(Status.ACCEPTED)
         incident = result.incident
         event(

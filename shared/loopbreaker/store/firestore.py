@@ -190,6 +190,10 @@ class FirestoreStore:
                 ref = self._incidents.document(entry.id)
                 head_snap = self._read([ref])[ref.path]
             current = _incident(head_snap) if head_snap is not None and head_snap.exists else None
+            if (current is None or current.final) and arrival.join_only:
+                for dedup_ref in dedup_refs:
+                    writes.put(dedup_ref, self._dedup_doc(None, arrival.now), None)
+                return IngestResult(duplicate=False)
             if current is None or current.final:
                 # Open an incident: the only arrival of a storm that writes shared documents.
                 absorbed = incidents.absorb(None, arrival)

@@ -170,6 +170,12 @@ class SqliteStore:
                 target = incidents.choose(
                     candidates, arrival.event_time, arrival.policy.grouping_window
                 )
+                if target is None and arrival.join_only:
+                    db.executemany(
+                        "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
+                        [(i, _us(arrival.now)) for i in ids],
+                    )
+                    return IngestResult(duplicate=False)
                 current = self._load(db, target) if target else None
                 absorbed = incidents.absorb(current, arrival)
                 self._save(db, absorbed.incident)
