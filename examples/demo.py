@@ -45,7 +45,8 @@ def diagnose_scenarios() -> int:
         spec = json.loads(scenario.read_text())
         ctx = spec["context"]
         argv = [str(CLI), "diagnose"]
-        for key in ("project", "location", "cluster", "namespace", "workload", "issue_time"):
+        keys = ("project", "location", "cluster", "namespace", "workload", "workload_kind")
+        for key in (*keys, "issue_time"):
             if ctx.get(key):
                 argv += [f"--{key.replace('_', '-')}", ctx[key]]
         argv += ["--telemetry", str(scenario.parent.relative_to(Path.cwd()))]

@@ -90,6 +90,73 @@ def test_scenario_verdict(scenario: Path, capsys: pytest.CaptureFixture[str]) ->
         assert statuses == ["done", "skipped", "skipped", "skipped"]
 
 
+def test_kubeflow_scenarios_name_their_workload_kind() -> None:
+    kinds = {
+        p.parent.name: json.loads(p.read_text())["context"].get("workload_kind", "jobset")
+        for p in SCENARIOS
+    }
+    assert kinds["tfjob-faulty-host"] == "tfjob"
+    assert kinds["pytorchjob-nccl-timeout"] == "pytorchjob"
+    assert set(kinds.values()) == {"jobset", "tfjob", "pytorchjob"}
+
+
+def _scenario(name: str) -> tuple[dict[str, Any], Path]:
+    directory = ROOT / "examples" / "telemetry" / name
+    spec: dict[str, Any] = json.loads((directory / "scenario.json").read_text())
+    return spec, directory
+
+
+@pytest.mark.parametrize(
+    ("name", "counter_rise", "restarts"),
+    [("tfjob-faulty-host", 2, 2), ("pytorchjob-nccl-timeout", 6, 3)],
+)
+def test_kubeflow_restarts_are_the_jobs_own_events(
+    name: str, counter_rise: int, restarts: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The namespace counter names no job; the job's <Kind>Restarting events count."""
+    spec, directory = _scenario(name)
+    out = run_json(
+        capsys, ["diagnose", *context_args(spec), "--telemetry", str(directory), "--format", "json"]
+    )
+    assert out["restart_loop"] is True
+    assert out["restart_increase"] == restarts
+    step1 = [f["message"] for f in out["evidence"] if f["step"] == 1]
+    assert any(
+        "training_operator_jobs_restarted_total" in m and f"rose by {counter_rise} " in m
+        for m in step1
+    ), step1
+    assert any(f"{restarts} restart(s) of " in m for m in step1), step1
+    queries = "\n".join(q["text"] for q in out["steps"][0]["queries"])
+    assert "kube_jobset_restarts" not in queries
+    assert f'job_namespace="{spec["context"]["namespace"]}"' in queries
+
+
+def test_pytorchjob_coordinator_is_the_master_not_worker_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    spec, directory = _scenario("pytorchjob-nccl-timeout")
+    out = run_json(
+        capsys, ["diagnose", *context_args(spec), "--telemetry", str(directory), "--format", "json"]
+    )
+    step4 = [f for f in out["evidence"] if f["step"] == 4 and f["cause"] == "application"]
+    coordinator = [f["message"] for f in step4 if f["message"].startswith("The coordinator")]
+    assert len(coordinator) == 1 and "bert-ddp-master-0" in coordinator[0]
+    assert any("bert-ddp-worker-0" in f["message"] for f in step4 if f not in coordinator)
+
+
+def test_tfjob_scenario_diagnosed_as_a_jobset_finds_no_restart_loop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    spec, directory = _scenario("tfjob-faulty-host")
+    as_jobset = {**spec, "context": {**spec["context"], "workload_kind": "jobset"}}
+    args = ["diagnose", *context_args(as_jobset), "--telemetry", str(directory)]
+    out = run_json(capsys, [*args, "--format", "json"])
+    assert out["context"]["workload_kind"] == "jobset"
+    step1 = [f["message"] for f in out["evidence"] if f["step"] == 1]
+    assert any("kube_jobset_restarts has no series" in m for m in step1), step1
+    assert out["restart_loop"] is not True
+
+
 def test_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     scenario = next(p for p in SCENARIOS if "faulty" in p.parent.name)
     spec = json.loads(scenario.read_text())

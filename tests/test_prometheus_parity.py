@@ -18,7 +18,7 @@ from harness.fixtures import PrometheusFactory
 
 from loopbreaker import engine, render
 from loopbreaker.cli import main
-from loopbreaker.model import Context, EvidenceKind
+from loopbreaker.model import Context, EvidenceKind, WorkloadKind
 from loopbreaker.readers.compute import ComputeHostLookup
 from loopbreaker.readers.google_auth import GoogleCredentials, anonymous
 from loopbreaker.sources import Mode, Readers, SourceOptions, gather
@@ -52,6 +52,7 @@ def context_of(spec: dict[str, Any]) -> Context:
         project=c.get("project"),
         location=c.get("location"),
         namespace=c.get("namespace"),
+        workload_kind=WorkloadKind(c.get("workload_kind", "jobset")),
     )
 
 
@@ -79,13 +80,22 @@ def verdict(out: dict[str, Any]) -> dict[str, Any]:
             (h["host"], tuple(sorted(h["nodes"])), h["failures"]) for h in out["suspect_hosts"]
         ),
         "restart_increase": out["restart_increase"],
+        "restart_total": out["restart_total"],
         "partial": out["partial"],
     }
 
 
 def test_every_scenario_is_covered() -> None:
-    assert len(SCENARIOS) >= 8
+    assert len(SCENARIOS) >= 10
     assert all((s / "metrics.om").is_file() for s in SCENARIOS)
+
+
+def test_every_workload_kind_is_covered() -> None:
+    """The Kubeflow scenarios run through the same parity tests as the JobSet ones."""
+    kinds = {s.name: context_of(spec_of(s)).workload_kind for s in SCENARIOS}
+    assert kinds["tfjob-faulty-host"] is WorkloadKind.TFJOB
+    assert kinds["pytorchjob-nccl-timeout"] is WorkloadKind.PYTORCHJOB
+    assert set(kinds.values()) == set(WorkloadKind)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
@@ -187,6 +187,8 @@ class JobSetSpec:
     tolerations: list[dict[str, str]]
     coordinator_label: bool = False
     priority_class: str | None = None
+    #: The controller kind (``logging.gke.io/top_level_controller_type`` of its pods' logs).
+    api_kind: ClassVar[str] = "JobSet"
 
     @property
     def size(self) -> int:
@@ -196,8 +198,29 @@ class JobSetSpec:
         return f"{self.name}-{self.rjob}-{j}"
 
 
+class PodPhases:
+    """Phase and schedulability of one pod object by minute (JobSet and Kubeflow pods)."""
+
+    start_m: int
+    end_m: int | None
+    phases: list[tuple[int, str]]
+    unsched: list[tuple[int, int]]
+
+    def phase_at(self, m: int) -> str | None:
+        if m < self.start_m or (self.end_m is not None and m >= self.end_m):
+            return None
+        current = None
+        for start, phase in self.phases:
+            if start <= m:
+                current = phase
+        return current
+
+    def unsched_at(self, m: int) -> bool:
+        return any(a <= m < b for a, b in self.unsched)
+
+
 @dataclass
-class Pod:
+class Pod(PodPhases):
     spec: JobSetSpec
     namespace: str
     j: int
@@ -216,18 +239,6 @@ class Pod:
     @property
     def coordinator(self) -> bool:
         return self.j == 0 and self.p == 0
-
-    def phase_at(self, m: int) -> str | None:
-        if m < self.start_m or (self.end_m is not None and m >= self.end_m):
-            return None
-        current = None
-        for start, phase in self.phases:
-            if start <= m:
-                current = phase
-        return current
-
-    def unsched_at(self, m: int) -> bool:
-        return any(a <= m < b for a, b in self.unsched)
 
     @property
     def job_uid(self) -> str:
@@ -262,6 +273,105 @@ class Pod:
         return out
 
 
+#: Kubeflow training operator: API kind -> (framework label, controller, container, port).
+KUBEFLOW_KINDS: dict[str, tuple[str, str, str, tuple[str, int]]] = {
+    "TFJob": ("tensorflow", "tfjob-controller", "tensorflow", ("tfjob-port", 2222)),
+    "PyTorchJob": ("pytorch", "pytorchjob-controller", "pytorch", ("pytorchjob-port", 23456)),
+}
+#: Replica types that coordinate a Kubeflow job (Worker 0 does when there is none).
+KUBEFLOW_CHIEFS = ("Chief", "Master")
+
+
+@dataclass
+class KubeflowSpec:
+    """A TFJob or PyTorchJob: replica types in the operator's order, each with its count."""
+
+    name: str
+    api_kind: str
+    replicas: dict[str, int]
+    image: str
+    #: replica type -> container resources (requests = limits)
+    resources: dict[str, dict[str, str]]
+    node_selector: dict[str, dict[str, str]]
+    tolerations: dict[str, list[dict[str, str]]]
+    env: list[dict[str, str]] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+    restart_policy: str = "ExitCode"
+
+    @property
+    def framework(self) -> str:
+        return KUBEFLOW_KINDS[self.api_kind][0]
+
+    @property
+    def operator(self) -> str:
+        return KUBEFLOW_KINDS[self.api_kind][1]
+
+    @property
+    def container(self) -> str:
+        return KUBEFLOW_KINDS[self.api_kind][2]
+
+    @property
+    def port(self) -> tuple[str, int]:
+        return KUBEFLOW_KINDS[self.api_kind][3]
+
+    @property
+    def has_chief(self) -> bool:
+        return any(r in self.replicas for r in KUBEFLOW_CHIEFS)
+
+    def pod_name(self, rtype: str, index: int) -> str:
+        return f"{self.name}-{rtype.lower()}-{index}"
+
+
+@dataclass
+class KfPod(PodPhases):
+    """One pod object of a Kubeflow replica. With restartPolicy ExitCode the operator
+    deletes a failed pod and creates it again under the same name (a new ``incarnation``,
+    with a new uid)."""
+
+    spec: KubeflowSpec
+    namespace: str
+    rtype: str
+    index: int
+    incarnation: int
+    node: Node | None
+    start_m: int
+    created_ns: int
+    phases: list[tuple[int, str]]
+    end_m: int | None = None
+    unsched: list[tuple[int, int]] = field(default_factory=list)
+    sched_message: str | None = None
+    ip: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.pod_name(self.rtype, self.index)
+
+    @property
+    def coordinator(self) -> bool:
+        if self.spec.has_chief:
+            return self.rtype in KUBEFLOW_CHIEFS
+        return self.rtype == "Worker" and self.index == 0
+
+    @property
+    def uid(self) -> str:
+        return rand_uuid("kfpod", self.namespace, self.name, self.incarnation)
+
+    def labels(self, job_uid: str = "") -> dict[str, str]:
+        """The operator's pod labels (the job uid is in ownerReferences, not in labels)."""
+        out = {
+            "training.kubeflow.org/job-name": self.spec.name,
+            "training.kubeflow.org/operator-name": self.spec.operator,
+            "training.kubeflow.org/replica-index": str(self.index),
+            "training.kubeflow.org/replica-type": self.rtype.lower(),
+        }
+        if self.coordinator:
+            out["training.kubeflow.org/job-role"] = "master"
+        return out
+
+
+AnyPod = Pod | KfPod
+
+
 @dataclass
 class Context:
     project: str
@@ -271,6 +381,8 @@ class Context:
     namespace: str
     workload: str
     issue_time: str
+    #: ``loopbreaker diagnose --workload-kind``; None (JobSet) writes no key.
+    workload_kind: str | None = None
 
     @property
     def t_ns(self) -> int:
@@ -326,12 +438,12 @@ def make_entry(
     return entry
 
 
-def pod_log_labels(pod: Pod, jobset_uid: str) -> dict[str, str]:
+def pod_log_labels(pod: AnyPod, jobset_uid: str) -> dict[str, str]:
     out = {"compute.googleapis.com/resource_name": pod.node.name if pod.node else ""}
     for k, v in pod.labels(jobset_uid).items():
         out["k8s-pod/" + k.replace(".", "_")] = v
     out["logging.gke.io/top_level_controller_name"] = pod.spec.name
-    out["logging.gke.io/top_level_controller_type"] = "JobSet"
+    out["logging.gke.io/top_level_controller_type"] = pod.spec.api_kind
     return out
 
 
@@ -430,11 +542,15 @@ class Scenario:
         self.ctx = ctx
         self.expect = expect
         self.nodes: list[Node] = []
-        self.pods: list[Pod] = []
+        self.pods: list[AnyPod] = []
         self.entries: list[dict[str, Any]] = []
         self.jobsets: dict[str, JobSetSpec] = {}
         #: jobset name -> (value before the first sample, [minutes of +1 steps])
         self.restarts: dict[str, tuple[int, list[int]]] = {}
+        #: Kubeflow training operator counter, (job_namespace, framework) ->
+        #: (value before the first sample, or None if the series appears at its first step,
+        #: [minutes of +1 steps]); one step per <Kind>Restarting event.
+        self.operator_restarts: dict[tuple[str, str], tuple[int | None, list[int]]] = {}
         #: (pool, type, reason) -> (initial value or None, [minutes of +1 steps])
         self.interruptions: dict[tuple[str, str, str], tuple[int | None, list[int]]] = {}
         self._ip = 2
@@ -606,6 +722,166 @@ class Scenario:
                 return pod
         raise KeyError((spec.name, attempt, g))
 
+    # kubeflow jobs -----------------------------------------------------------------
+
+    def kubeflow_uid(self, spec: KubeflowSpec, namespace: str) -> str:
+        return rand_uuid(spec.api_kind, self.ctx.cluster, namespace, spec.name)
+
+    def operator_counter(
+        self, namespace: str, framework: str, initial: int | None, steps: list[int]
+    ) -> None:
+        """``training_operator_jobs_restarted_total{job_namespace, framework}``: one +1 step
+        per <Kind>Restarting event; ``initial`` None = the series appears at its first step."""
+        self.operator_restarts[(namespace, framework)] = (initial, sorted(steps))
+
+    def kf_pods(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        incarnation: int,
+        start_m: int,
+        end_m: int | None,
+        placement: dict[tuple[str, int], Node],
+        *,
+        only: Iterable[tuple[str, int]] | None = None,
+        failed_at: dict[tuple[str, int], int] | None = None,
+        created_m: float | None = None,
+        run_delay: int = 1,
+    ) -> list[KfPod]:
+        """Pod objects of the job's replicas (all, or ``only`` those re-created), existing
+        from ``start_m`` to ``end_m``; ``failed_at[(type, index)]`` = minute it turns Failed."""
+        wanted = set(only) if only is not None else None
+        out: list[KfPod] = []
+        for rtype, count in spec.replicas.items():
+            for index in range(count):
+                if wanted is not None and (rtype, index) not in wanted:
+                    continue
+                name = spec.pod_name(rtype, index)
+                phases = [(start_m, "Pending"), (start_m + run_delay, "Running")]
+                if failed_at and (rtype, index) in failed_at:
+                    phases.append((failed_at[(rtype, index)], "Failed"))
+                made = created_m if created_m is not None else start_m - 0.9
+                pod = KfPod(
+                    spec=spec,
+                    namespace=namespace,
+                    rtype=rtype,
+                    index=index,
+                    incarnation=incarnation,
+                    node=placement[(rtype, index)],
+                    start_m=start_m,
+                    created_ns=self.ctx.at(made, "created", namespace, name, incarnation),
+                    phases=phases,
+                    end_m=end_m,
+                    ip=f"10.{rand_int(64, 120, 'pods', self.ctx.cluster)}."
+                    f"{rand_int(2, 250, 'pip', name, incarnation)}."
+                    f"{rand_int(2, 250, 'pip2', name, incarnation)}",
+                )
+                out.append(pod)
+                self.pods.append(pod)
+                if FIRST_MINUTE <= start_m <= LAST_MINUTE and pod.node is not None:
+                    self.event_pod(
+                        pod,
+                        made + 0.05 + 0.01 * len(out),
+                        "Scheduled",
+                        f"Successfully assigned {namespace}/{name} to {pod.node.name}",
+                        component="default-scheduler",
+                    )
+        return out
+
+    def kf_pod(self, spec: KubeflowSpec, rtype: str, index: int, incarnation: int) -> KfPod:
+        for pod in self.pods:
+            if (
+                isinstance(pod, KfPod)
+                and pod.spec is spec
+                and (pod.rtype, pod.index, pod.incarnation) == (rtype, index, incarnation)
+            ):
+                return pod
+        raise KeyError((spec.name, rtype, index, incarnation))
+
+    def event_job(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        etype: str = "Normal",
+    ) -> dict[str, Any]:
+        """An Event the training operator records on the job object (``k8s_cluster``)."""
+        ctx = self.ctx
+        at = ctx.at(m, "ev", namespace, spec.name, reason, message)
+        payload = k8s_event_payload(
+            involved={
+                "apiVersion": "kubeflow.org/v1",
+                "kind": spec.api_kind,
+                "name": spec.name,
+                "namespace": namespace,
+                "uid": self.kubeflow_uid(spec, namespace),
+                "resourceVersion": str(rand_int(10**7, 10**8, "jrv", spec.name, at)),
+            },
+            reason=reason,
+            message=message,
+            component=spec.operator,
+            etype=etype,
+            first_ns=at,
+            last_ns=at,
+            count=1,
+            namespace=namespace,
+        )
+        payload["metadata"]["name"] = (
+            f"{spec.name}.{rand_hex(16, 'event', spec.name, reason, message, at)}"
+        )
+        resource = {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "project_id": ctx.project,
+        }
+        return self.event(
+            "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
+        )
+
+    def kf_restart(self, failed: list[KfPod], m: float, exit_code: int) -> None:
+        """What the operator records when it restarts failed replicas at T+m (restartPolicy
+        ExitCode, retryable exit code): ExitedWithCode, the pod deleted, one
+        <Kind>Restarting Warning per failed replica type, the pod created again."""
+        spec, namespace = failed[0].spec, failed[0].namespace
+        for i, pod in enumerate(failed):
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.72 + 0.002 * i,
+                "ExitedWithCode",
+                f"Pod: {namespace}.{pod.name} exited with code {exit_code}",
+            )
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.7 + 0.002 * i,
+                "SuccessfulDeletePod",
+                f"Deleted pod: {pod.name}",
+            )
+        types = [r for r in spec.replicas if any(p.rtype == r for p in failed)]
+        for k, rtype in enumerate(types):
+            number = sum(1 for p in failed if p.rtype == rtype)
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.66 + 0.004 * k,
+                f"{spec.api_kind}Restarting",
+                f"{spec.api_kind} {namespace}/{spec.name} is restarting because {number} "
+                f"{rtype} replica(s) failed.",
+                etype="Warning",
+            )
+        for i, pod in enumerate(failed):
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.6 + 0.002 * i,
+                "SuccessfulCreatePod",
+                f"Created pod: {pod.name}",
+            )
+
     # interruptions -----------------------------------------------------------------
 
     def interruption(self, pool: str, itype: str, reason: str, m: int) -> None:
@@ -623,7 +899,7 @@ class Scenario:
 
     def container_log(
         self,
-        pod: Pod,
+        pod: AnyPod,
         m: float,
         text: str,
         *,
@@ -784,7 +1060,7 @@ class Scenario:
 
     def event_pod(
         self,
-        pod: Pod,
+        pod: AnyPod,
         m: float,
         reason: str,
         message: str,
@@ -1067,10 +1343,15 @@ class Scenario:
         out: list[str] = []
 
         def family(
-            name: str, series: Iterable[tuple[dict[str, str], Callable[[int], Any]]], help_text: str
+            name: str,
+            series: Iterable[tuple[dict[str, str], Callable[[int], Any]]],
+            help_text: str,
+            kind: str = "gauge",
         ) -> None:
-            out.append(f"# HELP {name} {help_text}")
-            out.append(f"# TYPE {name} gauge")
+            # An OpenMetrics counter family drops the _total its samples carry.
+            family_name = name.removesuffix("_total") if kind == "counter" else name
+            out.append(f"# HELP {family_name} {help_text}")
+            out.append(f"# TYPE {family_name} {kind}")
             for labels, value_at in series:
                 lab = ",".join(f'{k}="{v}"' for k, v in labels.items())
                 for m in minutes:
@@ -1086,9 +1367,36 @@ class Scenario:
                     lambda m, b=before, s=steps: b + sum(1 for x in s if x <= m),
                 )
 
-        family(
-            "kube_jobset_restarts", restarts_series(), "JobSet status.restarts (lifetime total)."
-        )
+        if self.restarts or not self.operator_restarts:
+            family(
+                "kube_jobset_restarts",
+                restarts_series(),
+                "JobSet status.restarts (lifetime total).",
+            )
+
+        def operator_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
+            for (namespace, framework), (initial, steps) in sorted(self.operator_restarts.items()):
+                first = FIRST_MINUTE if initial is not None else min(steps)
+
+                def value(
+                    m: int, i: int | None = initial, s: list[int] = steps, f: int = first
+                ) -> int | None:
+                    if m < f:
+                        return None
+                    return (i or 0) + sum(1 for x in s if x <= m)
+
+                yield (
+                    {"cluster": ctx.cluster, "job_namespace": namespace, "framework": framework},
+                    value,
+                )
+
+        if self.operator_restarts:
+            family(
+                "training_operator_jobs_restarted_total",
+                operator_series(),
+                "Counts number of jobs restarted",
+                kind="counter",
+            )
 
         def interruption_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
             for (pool, itype, reason), (initial, steps) in sorted(self.interruptions.items()):
@@ -1143,33 +1451,46 @@ class Scenario:
         pods = sorted(
             (p for p in self.pods if p.name.startswith(ctx.workload + "-")), key=lambda p: p.name
         )
+        # A Kubeflow pod re-created under the same name continues the same series.
+        by_name: dict[tuple[str, str], list[AnyPod]] = {}
+        for pod in pods:
+            by_name.setdefault((pod.namespace, pod.name), []).append(pod)
+
+        def phase_of(m: int, objects: list[AnyPod]) -> str | None:
+            return next((ph for ph in (o.phase_at(m) for o in objects) if ph is not None), None)
 
         def phase_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
-            for pod in pods:
+            for (namespace, name), objects in by_name.items():
                 for phase in PHASES:
                     yield (
                         {
                             "cluster": ctx.cluster,
-                            "namespace": pod.namespace,
-                            "pod": pod.name,
+                            "namespace": namespace,
+                            "pod": name,
                             "phase": phase,
                         },
-                        lambda m, p=pod, ph=phase: (
-                            None if p.phase_at(m) is None else int(p.phase_at(m) == ph)
+                        lambda m, o=objects, ph=phase: (
+                            None if phase_of(m, o) is None else int(phase_of(m, o) == ph)
                         ),
                     )
 
         family("kube_pod_status_phase", phase_series(), "Pod phase, 1 for the current phase.")
 
         def unsched_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
-            for pod in (p for p in pods if p.unsched):
+            for (namespace, name), objects in by_name.items():
+                if not any(o.unsched for o in objects):
+                    continue
                 yield (
                     {
                         "cluster_name": ctx.cluster,
-                        "namespace_name": pod.namespace,
-                        "pod_name": pod.name,
+                        "namespace_name": namespace,
+                        "pod_name": name,
                     },
-                    lambda m, p=pod: None if p.phase_at(m) is None else int(p.unsched_at(m)),
+                    lambda m, o=objects: (
+                        None
+                        if phase_of(m, o) is None
+                        else int(any(x.unsched_at(m) for x in o if x.phase_at(m) is not None))
+                    ),
                 )
 
         # Only pods that are unschedulable at some point get a series (0/1 over their
@@ -1296,7 +1617,11 @@ class Scenario:
         }
 
     def pods_json(self) -> dict[str, Any]:
-        items = [pod_item(self, p) for p in self.pods if p.end_m is None]
+        items = [
+            pod_item(self, p) if isinstance(p, Pod) else kf_pod_item(self, p)
+            for p in self.pods
+            if p.end_m is None
+        ]
         items.sort(key=lambda i: (i["metadata"]["namespace"], i["metadata"]["name"]))
         return {
             "apiVersion": "v1",
@@ -1316,6 +1641,7 @@ class Scenario:
                 "namespace": c.namespace,
                 "workload": c.workload,
                 "issue_time": c.issue_time,
+                **({"workload_kind": c.workload_kind} if c.workload_kind else {}),
             },
             "expect": self.expect,
         }
@@ -1429,12 +1755,8 @@ def node_conditions(node: Node, status: str, hb: int) -> list[dict[str, str]]:
 
 def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
     spec = pod.spec
-    ctx = sc.ctx
     labels = pod.labels(sc.jobset_uid(spec.name))
-    phase = pod.phase_at(LAST_MINUTE) or "Pending"
     created = fmt_ts(pod.created_ns, 0)
-    run_m = next((s for s, ph in pod.phases if ph == "Running"), None)
-    started = fmt_ts(ctx.at(run_m - 0.3, "started", pod.name), 0) if run_m is not None else None
     annotations = {k: v for k, v in labels.items() if k.startswith("jobset.sigs.k8s.io/")}
     annotations["batch.kubernetes.io/job-completion-index"] = str(pod.p)
     if spec.resources.get("google.com/tpu"):
@@ -1483,6 +1805,45 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
     }
     if spec.priority_class:
         pod_spec["priorityClassName"] = spec.priority_class
+    status = pod_status(sc, pod, pod_spec, spec.image, spec.container)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "annotations": annotations,
+            "creationTimestamp": created,
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
+            "generateName": f"{spec.job_name(pod.j)}-{pod.p}-",
+            "labels": labels,
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "blockOwnerDeletion": True,
+                    "controller": True,
+                    "kind": "Job",
+                    "name": spec.job_name(pod.j),
+                    "uid": pod.job_uid,
+                }
+            ],
+            "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
+            "uid": pod.uid,
+        },
+        "spec": pod_spec,
+        "status": status,
+    }
+
+
+def pod_status(
+    sc: Scenario, pod: AnyPod, pod_spec: dict[str, Any], image: str, container: str
+) -> dict[str, Any]:
+    """The status of a pod at T+35m; sets ``nodeName`` in ``pod_spec`` once it is bound."""
+    ctx = sc.ctx
+    phase = pod.phase_at(LAST_MINUTE) or "Pending"
+    created = fmt_ts(pod.created_ns, 0)
+    run_m = next((s for s, ph in pod.phases if ph == "Running"), None)
+    started = fmt_ts(ctx.at(run_m - 0.3, "started", pod.name), 0) if run_m is not None else None
     status: dict[str, Any] = {"phase": phase, "qosClass": "Guaranteed"}
     if pod.node is not None and phase != "Pending":
         pod_spec["nodeName"] = pod.node.name
@@ -1524,12 +1885,10 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
                 "containerStatuses": [
                     {
                         "containerID": "containerd://" + rand_hex(64, "cid", pod.name),
-                        "image": spec.image,
-                        "imageID": spec.image.split(":")[0]
-                        + "@sha256:"
-                        + rand_hex(64, "img", spec.image),
+                        "image": image,
+                        "imageID": image.split(":")[0] + "@sha256:" + rand_hex(64, "img", image),
                         "lastState": {},
-                        "name": spec.container,
+                        "name": container,
                         "ready": True,
                         "restartCount": 0,
                         "started": True,
@@ -1554,33 +1913,112 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
                 "type": "PodScheduled",
             }
         ]
+    return status
+
+
+def kf_pod_item(sc: Scenario, pod: KfPod) -> dict[str, Any]:
+    """A pod as the Kubeflow training operator creates it (owner: the TFJob/PyTorchJob)."""
+    spec = pod.spec
+    port_name, port = spec.port
+    container: dict[str, Any] = {
+        "env": [*spec.env, *kf_env(sc, pod)],
+        "image": spec.image,
+        "imagePullPolicy": "IfNotPresent",
+        "name": spec.container,
+        "ports": [{"containerPort": port, "name": port_name, "protocol": "TCP"}],
+        "resources": {
+            "limits": dict(spec.resources[pod.rtype]),
+            "requests": dict(spec.resources[pod.rtype]),
+        },
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
+    if spec.command:
+        container["command"] = list(spec.command)
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "dnsPolicy": "ClusterFirst",
+        "enableServiceLinks": True,
+        "nodeSelector": dict(spec.node_selector.get(pod.rtype, {})),
+        "preemptionPolicy": "PreemptLowerPriority",
+        "priority": 0,
+        # restartPolicy ExitCode: the pod itself never restarts; the operator re-creates it.
+        "restartPolicy": "Never",
+        "schedulerName": "default-scheduler",
+        "securityContext": {},
+        "serviceAccount": "default",
+        "serviceAccountName": "default",
+        "terminationGracePeriodSeconds": 30,
+        "tolerations": [
+            *spec.tolerations.get(pod.rtype, []),
+            {
+                "effect": "NoExecute",
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "tolerationSeconds": 300,
+            },
+            {
+                "effect": "NoExecute",
+                "key": "node.kubernetes.io/unreachable",
+                "operator": "Exists",
+                "tolerationSeconds": 300,
+            },
+        ],
+    }
+    status = pod_status(sc, pod, pod_spec, spec.image, spec.container)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "annotations": annotations,
-            "creationTimestamp": created,
-            "finalizers": ["batch.kubernetes.io/job-tracking"],
-            "generateName": f"{spec.job_name(pod.j)}-{pod.p}-",
-            "labels": labels,
+            "creationTimestamp": fmt_ts(pod.created_ns, 0),
+            "labels": pod.labels(),
             "name": pod.name,
             "namespace": pod.namespace,
             "ownerReferences": [
                 {
-                    "apiVersion": "batch/v1",
+                    "apiVersion": "kubeflow.org/v1",
                     "blockOwnerDeletion": True,
                     "controller": True,
-                    "kind": "Job",
-                    "name": spec.job_name(pod.j),
-                    "uid": pod.job_uid,
+                    "kind": spec.api_kind,
+                    "name": spec.name,
+                    "uid": sc.kubeflow_uid(spec, pod.namespace),
                 }
             ],
-            "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
+            "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.uid)),
             "uid": pod.uid,
         },
         "spec": pod_spec,
         "status": status,
     }
+
+
+def kf_env(sc: Scenario, pod: KfPod) -> list[dict[str, str]]:
+    """What the operator adds to the framework's container: TF_CONFIG for TFJob, the
+    torch.distributed rendezvous variables for PyTorchJob."""
+    spec = pod.spec
+    _, port = spec.port
+    if spec.api_kind == "TFJob":
+        cluster = {
+            rtype.lower(): [
+                f"{spec.pod_name(rtype, i)}.{pod.namespace}.svc:{port}" for i in range(count)
+            ]
+            for rtype, count in spec.replicas.items()
+        }
+        config = {
+            "cluster": cluster,
+            "task": {"type": pod.rtype.lower(), "index": pod.index},
+            "environment": "cloud",
+        }
+        return [{"name": "TF_CONFIG", "value": json.dumps(config, separators=(",", ":"))}]
+    world = sum(spec.replicas.values())
+    rank = 0 if pod.rtype == "Master" else pod.index + int(spec.has_chief)
+    return [
+        {"name": "MASTER_PORT", "value": str(port)},
+        {"name": "MASTER_ADDR", "value": spec.pod_name("Master", 0)},
+        {"name": "WORLD_SIZE", "value": str(world)},
+        {"name": "RANK", "value": str(rank)},
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+    ]
 
 
 # --- training log lines ---------------------------------------------------------------
@@ -2194,7 +2632,7 @@ def scenario_capacity() -> Scenario:
     return sc
 
 
-def nccl_failure_lines(ctx: Context, pod: Pod, m: float, seq: int) -> list[tuple[int, str]]:
+def nccl_failure_lines(ctx: Context, pod: AnyPod, m: float, seq: int) -> list[tuple[int, str]]:
     """(entry time ns, text) of what a torchrun rank-0 container prints on a watchdog timeout.
 
     The time printed inside a line is a few milliseconds before the entry's timestamp.
@@ -2454,6 +2892,509 @@ def scenario_unknown() -> Scenario:
     return sc
 
 
+TF_FAULTY_HOST = "4e1f9a07c3b2d5e6f7a8091b2c3d4e5f"
+
+
+def scenario_tfjob_faulty_host() -> Scenario:
+    ctx = Context(
+        project="lumen-vision-prod",
+        location="us-central1",
+        zone="us-central1-c",
+        cluster="a3-vision-usc1",
+        namespace="ml-jobs",
+        workload="resnet50-ps",
+        issue_time="2026-10-06T13:40:00Z",
+        workload_kind="tfjob",
+    )
+    sc = Scenario(
+        "tfjob-faulty-host",
+        "Kubeflow TFJob (ParameterServerStrategy: Chief + PS on CPU nodes, 4 GPU Workers on "
+        "A3 High H100 reserved-block nodes, restartPolicy ExitCode). Worker 2's node "
+        "gke-a3-vision-usc1-a3-res-pool-5c2e8d1a-q8v3 sits on physical host "
+        f"{TF_FAULTY_HOST}, which fails twice inside the window: at T-16m (Xid 48 DBE, Xid "
+        "79, APEI hardware error, kernel panic, hostError, TerminationEvent, NodeNotReady, "
+        "Ready=Unknown for 4 min, automaticRestart) and at T+9m (machine check, Xid 79, "
+        "kernel panic, same chain). Each time the pod fails (exit code 137) and the operator "
+        "re-creates resnet50-ps-worker-2 under the same name (TFJobRestarting, "
+        "training_operator_jobs_restarted_total{job_namespace=ml-jobs,framework=tensorflow} "
+        "3 -> 6, of which +2 inside the window). The counter has no job label: its earlier "
+        "step at T-50m belongs to another TFJob of the namespace (wide-deep-ctr). The Chief "
+        "(the coordinator) logs the worker's UnavailableError and keeps training.",
+        ctx,
+        {},
+    )
+    gpus = sc.add_pool(
+        "a3-res-pool",
+        "a3-highgpu-8g",
+        4,
+        pool_hash="5c2e8d1a",
+        suffixes=["h2m7", "t6w4", "q8v3", "b3n9"],
+        hosts=True,
+        host_ids={2: TF_FAULTY_HOST},
+        labels={
+            **gpu_labels("nvidia-h100-80gb"),
+            "cloud.google.com/reservation-name": "a3-vision-usc1-block",
+            "cloud.google.com/reservation-affinity": "specific",
+        },
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+    cpus = sc.add_pool(
+        "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
+    )
+    bad = gpus[2]
+    sc.expect = expect(
+        "faulty_host",
+        "isolate_host",
+        [{"host": TF_FAULTY_HOST, "nodes": [bad.name], "failures": 2}],
+    )
+    gpu_select = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
+    cpu_select = {"cloud.google.com/gke-nodepool": "cpu-pool"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="TFJob",
+        replicas={"Chief": 1, "PS": 1, "Worker": 4},
+        image="us-central1-docker.pkg.dev/lumen-vision-prod/vision/resnet-ps:tf2.17-cu12",
+        resources={
+            "Chief": {"cpu": "8", "memory": "32Gi"},
+            "PS": {"cpu": "16", "memory": "96Gi"},
+            "Worker": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8"},
+        },
+        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": gpu_select},
+        tolerations={"Worker": GPU_TOLERATION},
+        command=["python3", "-m", "official.vision.train", "--experiment=resnet_imagenet"],
+    )
+    other = KubeflowSpec(
+        name="wide-deep-ctr",
+        api_kind="TFJob",
+        replicas={"Chief": 1, "PS": 1, "Worker": 2},
+        image="us-central1-docker.pkg.dev/lumen-vision-prod/recsys/wide-deep:tf2.17",
+        resources={
+            "Chief": {"cpu": "4", "memory": "16Gi"},
+            "PS": {"cpu": "4", "memory": "32Gi"},
+            "Worker": {"cpu": "8", "memory": "48Gi"},
+        },
+        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": cpu_select},
+        tolerations={},
+    )
+    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1]}
+    placement.update({("Worker", i): gpus[i] for i in range(4)})
+    other_placement = {
+        ("Chief", 0): cpus[2],
+        ("PS", 0): cpus[2],
+        ("Worker", 0): cpus[0],
+        ("Worker", 1): cpus[1],
+    }
+
+    # wide-deep-ctr: Worker 1 is OOM-killed at T-51m and re-created at T-50m.
+    other_r = -50
+    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("Chief", 0)])
+    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("PS", 0)])
+    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("Worker", 0)])
+    (oom,) = sc.kf_pods(
+        other,
+        ctx.namespace,
+        0,
+        -900,
+        other_r,
+        other_placement,
+        only=[("Worker", 1)],
+        failed_at={("Worker", 1): other_r - 1},
+    )
+    sc.kf_restart([oom], other_r, 137)
+    sc.kf_pods(
+        other,
+        ctx.namespace,
+        1,
+        other_r,
+        None,
+        other_placement,
+        only=[("Worker", 1)],
+        created_m=other_r - 0.58,
+    )
+
+    ep1, ep2 = -16.4, 9.2
+    sc.host_failure(
+        bad,
+        ep1,
+        [
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:a8:00): 48, pid=21544, name=python3, An uncorrectable "
+                "double bit error (DBE) has been detected on GPU in the framebuffer at "
+                "partition 0, subpartition 0.",
+            ),
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:a8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                "fallen off the bus.",
+            ),
+            (
+                "kernel",
+                "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
+            ),
+            ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+        ],
+    )
+    back1 = max(bad.not_ready) + 1
+    sc.host_failure(
+        bad,
+        ep2,
+        [
+            (
+                "kernel",
+                "mce: [Hardware Error]: CPU 71: Machine Check Exception: 5 Bank 5: "
+                "bea0000000000108",
+            ),
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:c6:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+                "fallen off the bus.",
+            ),
+            ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+        ],
+    )
+    back2 = max(bad.not_ready) + 1
+    # The pod turns Failed when the rebooted kubelet reports it (the Ready=False sample);
+    # the operator re-creates it within the minute, on the recovered node.
+    r1, r2 = back1, back2
+    worker2 = ("Worker", 2)
+    for rtype, count in spec.replicas.items():
+        for i in range(count):
+            if (rtype, i) != worker2:
+                sc.kf_pods(spec, ctx.namespace, 0, -600, None, placement, only=[(rtype, i)])
+    first = sc.kf_pods(
+        spec, ctx.namespace, 0, -600, r1, placement, only=[worker2], failed_at={worker2: r1 - 1}
+    )
+    sc.kf_restart(first, r1, 137)
+    second = sc.kf_pods(
+        spec,
+        ctx.namespace,
+        1,
+        r1,
+        r2,
+        placement,
+        only=[worker2],
+        failed_at={worker2: r2 - 1},
+        created_m=r1 - 0.58,
+    )
+    sc.kf_restart(second, r2, 137)
+    sc.kf_pods(spec, ctx.namespace, 2, r2, None, placement, only=[worker2], created_m=r2 - 0.58)
+    sc.operator_counter(ctx.namespace, "tensorflow", 3, [other_r, r1, r2])
+    for back in (back1, back2):
+        sc.kubelet_journal(
+            bad,
+            back - 0.6,
+            f'"Successfully registered node" node="{bad.name}"',
+            "kubelet_node_status.go:79",
+        )
+
+    chief = sc.kf_pod(spec, "Chief", 0, 0)
+    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    step0 = 318_000
+    for m in range(FIRST_MINUTE + 1, LAST_MINUTE + 1, 3):
+        step = step0 + (m - FIRST_MINUTE) * 96
+        at = ctx.at(m + 0.4, "tf-step", step)
+        down = any(bad.not_ready.get(x) for x in (m, m - 1))
+        loss = 2.1 * math.exp(-step / 400_000) + 0.95 + rand_float(-0.02, 0.02, "tl", step)
+        rate = rand_float(7400, 7600, "ips", step) if down else rand_float(9900, 10150, "ips", step)
+        sc.container_log(
+            chief,
+            m + 0.4,
+            f"{glog_prefix('I', at, tid, 'controller.py:495')} train | step: {step:>7d} | "
+            f"steps per second: {rate / 4096:.2f} | training metrics: {{'training_loss': "
+            f"{loss:.4f}, 'accuracy': {rand_float(0.71, 0.73, 'acc', step):.4f}, "
+            f"'examples/sec': {rate:.1f}}}",
+            stderr=True,
+            at_ns=at,
+        )
+        if (m - FIRST_MINUTE) % 21 == 19:
+            sc.container_log(
+                chief,
+                m + 0.7,
+                f"{glog_prefix('I', at + 18 * NS, tid, 'controller.py:528')} saved "
+                f"checkpoint to gs://{ctx.project}-ckpt/{spec.name}/ckpt-{step}.",
+                stderr=True,
+                at_ns=at + 18 * NS,
+            )
+    w = "/job:worker/replica:0/task:2"
+    for m0, pod in ((ep1, first[0]), (ep2, second[0])):
+        at = ctx.at(m0 + 0.35, "tf-unavailable", pod.name)
+        # gRPC stamps the error when the channel broke, a few seconds after the host died.
+        broke = at - 8 * NS
+        created = f"{broke // NS}.{broke % NS:09d}"
+        sc.container_log(
+            chief,
+            m0 + 0.35,
+            f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:793')} Worker {w} failed "
+            "with UnavailableError: Socket closed. Additional GRPC error information from "
+            f"remote target {w} while calling /tensorflow.eager.EagerService/"
+            f'RunComponentFunction: :{{"created":"@{created}","description":"Error '
+            f'received from peer ipv4:{pod.ip}:2222","grpc_status":14}}',
+            stderr=True,
+            at_ns=at,
+        )
+        sc.container_log(
+            chief,
+            m0 + 0.36,
+            f"{glog_prefix('I', at + NS // 50, tid, 'cluster_coordinator.py:812')} Waiting "
+            f"for worker {w} to come back; its closures are rescheduled on the other workers.",
+            stderr=True,
+            at_ns=at + NS // 50,
+        )
+    for incarnation, r in ((1, r1), (2, r2)):
+        pod = sc.kf_pod(spec, "Worker", 2, incarnation)
+        at = ctx.at(r + 1.2, "tf-start", pod.name)
+        ptid = rand_int(200, 900, "ptid", pod.name, incarnation)
+        for gpu, bus in enumerate(("04", "05", "0a", "0b", "84", "85", "8a", "8b")):
+            t = at + gpu * 3_000_000
+            sc.container_log(
+                pod,
+                r + 1.2,
+                f"{glog_prefix('I', t, ptid, 'gpu_device.cc:2019')} Created device "
+                f"{w}/device:GPU:{gpu} with 78938 MB memory:  -> device: {gpu}, name: NVIDIA "
+                f"H100 80GB HBM3, pci bus id: 0000:{bus}:00.0, compute capability: 9.0",
+                stderr=True,
+                at_ns=t,
+            )
+        t = at + 90_000_000
+        sc.container_log(
+            pod,
+            r + 1.21,
+            f"{glog_prefix('I', t, ptid, 'grpc_server_lib.cc:467')} Started server with "
+            f"target: grpc://{pod.name}.{ctx.namespace}.svc:2222",
+            stderr=True,
+            at_ns=t,
+        )
+        t = at + 4 * NS
+        sc.container_log(
+            chief,
+            r + 1.25,
+            f"{glog_prefix('I', t, tid, 'cluster_coordinator.py:901')} Worker {w} has been "
+            "recovered.",
+            stderr=True,
+            at_ns=t,
+        )
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_pytorchjob_nccl_timeout() -> Scenario:
+    ctx = Context(
+        project="sable-nlp-lab",
+        location="europe-west4",
+        zone="europe-west4-a",
+        cluster="a100-nlp-euw4",
+        namespace="nlp-train",
+        workload="bert-ddp",
+        issue_time="2026-11-23T07:10:00Z",
+        workload_kind="pytorchjob",
+    )
+    sc = Scenario(
+        "pytorchjob-nccl-timeout",
+        "Kubeflow PyTorchJob (Master + 7 Workers, one A100 each on A2 nodes, restartPolicy "
+        "ExitCode, plain python launcher so an abort exits 134). Training hangs in an "
+        "all-reduce about 8 minutes after every (re)start; after 600 s every rank's NCCL "
+        "watchdog fires (the Master, rank 0, logs Watchdog caught collective operation "
+        "timeout and the DistBackendError abort), all 8 pods exit 134 and the operator "
+        "re-creates them under the same names at T-21m, T-1m and T+19m (T-41m is before the "
+        "window). Each restart records two PyTorchJobRestarting events (1 Master, 7 Worker "
+        "replica(s)) and two counter steps, so "
+        "training_operator_jobs_restarted_total{job_namespace=nlp-train,framework=pytorch} "
+        "rises by 6 for 3 restarts. Worker 0 logs its own watchdog line first; the Master "
+        "is the coordinator. Another PyTorchJob (roberta-sweep-3, namespace nlp-eval) "
+        "restarts at T+5m and T+24m: its counter series (first sample inside the window) "
+        "and events must be ignored. Nodes are healthy; A2 nodes carry no topology labels.",
+        ctx,
+        expect("application", "inspect_application"),
+    )
+    a100 = sc.add_pool(
+        "a100-pool",
+        "a2-highgpu-1g",
+        8,
+        labels=gpu_labels("nvidia-tesla-a100", 1),
+        capacity=gpu_capacity(12, 87553420, 1),
+        taints=GPU_TAINT,
+    )
+    l4 = sc.add_pool(
+        "l4-pool",
+        "g2-standard-12",
+        2,
+        labels=gpu_labels("nvidia-l4", 1),
+        capacity=gpu_capacity(12, 49330012, 1),
+        taints=GPU_TAINT,
+    )
+    gpu_res = {"cpu": "10", "memory": "72Gi", "nvidia.com/gpu": "1"}
+    select = {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="PyTorchJob",
+        replicas={"Master": 1, "Worker": 7},
+        image="europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/bert-pretrain:2.4.1-cu124",
+        resources={"Master": gpu_res, "Worker": gpu_res},
+        node_selector={"Master": select, "Worker": select},
+        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
+        env=[
+            {"name": "NCCL_DEBUG", "value": "INFO"},
+            {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
+        ],
+        command=["python3", "/workspace/run_pretraining.py", "--config=bert_large_phase2.yaml"],
+    )
+    l4_res = {"cpu": "10", "memory": "40Gi", "nvidia.com/gpu": "1"}
+    l4_select = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    other = KubeflowSpec(
+        name="roberta-sweep-3",
+        api_kind="PyTorchJob",
+        replicas={"Master": 1, "Worker": 1},
+        image="europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/roberta-eval:1.2.0",
+        resources={"Master": l4_res, "Worker": l4_res},
+        node_selector={"Master": l4_select, "Worker": l4_select},
+        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
+    )
+    placement = {("Master", 0): a100[0]}
+    placement.update({("Worker", i): a100[i + 1] for i in range(7)})
+
+    restarts = [-41, -21, -1, 19]  # -41 is before the window
+    starts = [-300, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {key: end - 1 for key in placement} if end is not None else None
+        sc.kf_pods(
+            spec,
+            ctx.namespace,
+            k,
+            start,
+            end,
+            placement,
+            failed_at=failed,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            sc.kf_restart(
+                [
+                    p
+                    for p in sc.pods
+                    if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
+                ],
+                end,
+                134,
+            )
+    sc.operator_counter(ctx.namespace, "pytorch", 6, [r for r in restarts for _ in range(2)])
+
+    # The other namespace's job: its Worker is OOM-killed twice.
+    other_ns = "nlp-eval"
+    other_place = {("Master", 0): l4[0], ("Worker", 0): l4[1]}
+    sc.kf_pods(other, other_ns, 0, -200, None, other_place, only=[("Master", 0)])
+    other_starts = [-200, 5, 24]
+    for k, start in enumerate(other_starts):
+        end = other_starts[k + 1] if k + 1 < len(other_starts) else None
+        pods = sc.kf_pods(
+            other,
+            other_ns,
+            k,
+            start,
+            end,
+            other_place,
+            only=[("Worker", 0)],
+            failed_at={("Worker", 0): end - 1} if end is not None else None,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            sc.kf_restart(pods, end, 137)
+    sc.operator_counter(other_ns, "pytorch", None, other_starts[1:])
+
+    # The Master's log: start-up, steps every 3 minutes until the hang, checkpoints.
+    quiet = [(r - 12, r) for r in restarts]
+    last_ckpt = 152_000
+    for k, start in enumerate(starts):
+        master = sc.kf_pod(spec, "Master", 0, k)
+        run = start + 1
+        end = starts[k + 1] if k + 1 < len(starts) else LAST_MINUTE + 1
+        resume = last_ckpt
+        if run >= FIRST_MINUTE:
+            t = ctx.at(run + 0.2, "pt-start", master.name, k)
+            pid = rand_int(100, 999, "pid", master.name, k)
+            for i, line in enumerate(
+                (
+                    f"{master.name}:{pid}:{pid} [0] NCCL INFO Bootstrap : Using "
+                    f"eth0:{master.ip}<0>",
+                    "NCCL version 2.21.5+cuda12.4",
+                    f"{master.name}:{pid}:{pid + 17} [0] NCCL INFO comm 0x55d0c4a2f1e0 rank 0 "
+                    "nranks 8 cudaDev 0 nvmlDev 0 busId 4000 commId 0x3f6e1b9d2c4a8e17 - Init "
+                    "COMPLETE",
+                    f"[rank0] resuming from gs://{ctx.project}-ckpt/{spec.name}/step_{resume}",
+                )
+            ):
+                sc.container_log(master, run + 0.2, line, at_ns=t + i * 40_000_000)
+        for m in range(max(run, FIRST_MINUTE), min(end, LAST_MINUTE + 1)):
+            if any(a <= m < b for a, b in quiet) or m >= end - 1:
+                continue
+            step = resume + (m - run) * 55
+            if (m - run) % 5 == 4:
+                last_ckpt = step
+                sc.container_log(
+                    master,
+                    m + 0.8,
+                    f"[rank0] saved checkpoint gs://{ctx.project}-ckpt/{spec.name}/step_{step}",
+                    key=("ckpt", m),
+                )
+            if (m - run) % 3 != 1:
+                continue
+            loss = 1.9 * math.exp(-step / 250_000) + 1.1 + rand_float(-0.02, 0.02, "bl", step)
+            sc.container_log(
+                master,
+                m + 0.5,
+                f"[rank0] step {step} | mlm_loss {loss:.4f} | nsp_loss "
+                f"{rand_float(0.015, 0.03, 'nsp', step):.4f} | lr 8.72e-05 | "
+                f"{rand_float(410, 425, 'sps', step):.1f} seq/s",
+                key=("train", m),
+            )
+
+    # The hang: every rank's watchdog fires; Worker 0 first, the Master's abort chain.
+    for k, r in enumerate(restarts):
+        fail_m = r - 1.6
+        seq = 91_000 + 377 * k
+        master = sc.kf_pod(spec, "Master", 0, k)
+        lines = nccl_failure_lines(ctx, master, fail_m, seq)[:5]
+        t_last = lines[-1][0]
+        ran = 600000 + rand_int(20, 120, "ran", seq)
+        lines += [
+            (
+                t_last + 150_000,
+                "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog "
+                f"thread terminated with exception: [Rank 0] Watchdog caught collective "
+                f"operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+                f"NumelIn=335544320, NumelOut=335544320, Timeout(ms)=600000) ran for {ran} "
+                "milliseconds before timing out.",
+            ),
+            (t_last + 2_400_000, "Fatal Python error: Aborted"),
+        ]
+        for at, text in lines:
+            sc.container_log(master, fail_m, text, stderr=True, at_ns=at)
+        for i in range(7):
+            worker = sc.kf_pod(spec, "Worker", i, k)
+            rank = i + 1
+            # The Master's watchdog time; Worker 0's fires 2 s before it, the others after.
+            t = ctx.at(fail_m, "nccl", master.name)
+            if i == 0:
+                t -= 2 * NS
+            else:
+                t += rand_int(10_000_000, 900_000_000, "wd", worker.name, k)
+            sc.container_log(
+                worker,
+                fail_m,
+                f"{c10_prefix(rank, 'E', t, 'ProcessGroupNCCL.cpp:629')} [Rank {rank}] "
+                f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, "
+                "OpType=ALLREDUCE, NumelIn=335544320, NumelOut=335544320, Timeout(ms)=600000) "
+                f"ran for {600000 + rand_int(5, 90, 'ranw', seq, rank)} milliseconds before "
+                "timing out.",
+                stderr=True,
+                at_ns=t + rand_int(400_000, 3_000_000, "lag", t),
+            )
+    sc.kubelet_noise()
+    return sc
+
+
 SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_spot_preemption,
     scenario_faulty_host,
@@ -2463,6 +3404,8 @@ SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_nccl_hang,
     scenario_no_restarts,
     scenario_unknown,
+    scenario_tfjob_faulty_host,
+    scenario_pytorchjob_nccl_timeout,
 ]
 
 

@@ -148,7 +148,12 @@ class _Restarts:
 
 def _step1(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: _Notes) -> _Restarts:
     events = _restart_events(
-        s for s in signals if s.kind is SignalKind.JOB_RESTARTING and _is_workload(s, ctx)
+        s
+        for s in signals
+        if s.kind is SignalKind.JOB_RESTARTING
+        and _is_workload(s, ctx)
+        # A TFJob's restart Events say nothing about a JobSet of the same name.
+        and s.workload_kind in (None, ctx.workload_kind.value)
     )
     if ctx.workload_kind.kubeflow:
         return _step1_kubeflow(ctx, ev, signals, events, notes)
