@@ -56,6 +56,7 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_MAX_SIGNALS        = tostring(var.max_signals)
           LOOPBREAKER_DEDUP_RETENTION    = var.dedup_retention
           LOOPBREAKER_LOG_LEVEL          = var.log_level
+          LOOPBREAKER_WORKLOAD_KIND      = var.workload_kind
           # Only the functions that post to chat get the chat notifier; the others log.
           LOOPBREAKER_NOTIFIER = each.value.notifies ? var.notifier : "log"
         },
@@ -72,6 +73,9 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_QUERY_BUDGET = tostring(var.query_budget)
           LOOPBREAKER_SETTLE_BATCH = tostring(var.settle_batch)
           LOOPBREAKER_LIVE_SOURCES = tostring(var.live_sources)
+        } : {},
+        each.key == "on_alertmanager_webhook" ? {
+          LOOPBREAKER_ALERT_CLUSTER = var.alert_cluster
         } : {},
         each.key == "on_chat_action" ? {
           LOOPBREAKER_GOOGLE_CHAT_AUDIENCE = var.google_chat_audience

@@ -41,7 +41,7 @@ locals {
       notifies        = false
       approvals       = false
       reaches_cluster = false
-      secrets         = []
+      secrets         = ["alert-webhook-token"]
     }
     on_schedule = {
       entry_point = "on_schedule"
@@ -107,7 +107,7 @@ locals {
       name            = "on-alertmanager-webhook"
       account         = "fn-alerts"
       deploy          = var.enable_alertmanager_webhook
-      description     = "loopbreaker: receives Alertmanager webhook notifications (verified by bearer token) as signals."
+      description     = "loopbreaker: receives Alertmanager and Cloud Monitoring alert notifications (verified by bearer token) as signals of the same store."
       trigger         = null
       public          = true
       ingress         = "ALLOW_ALL"
@@ -118,7 +118,7 @@ locals {
       notifies        = false
       approvals       = false
       reaches_cluster = false
-      secrets         = []
+      secrets         = ["alert-webhook-token"]
     }
   }
 
@@ -127,6 +127,7 @@ locals {
   # secret reference at deploy time).
   secrets_in_use = {
     "action-signing-key"   = length(var.approvers) > 0
+    "alert-webhook-token"  = var.enable_alertmanager_webhook
     "slack-bot-token"      = var.notifier == "slack"
     "slack-signing-secret" = var.notifier == "slack" && length(var.approvers) > 0
   }

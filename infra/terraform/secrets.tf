@@ -2,11 +2,13 @@ locals {
   # Secret (id after the prefix) => the LOOPBREAKER_* variable its value is given as.
   secret_variables = {
     "action-signing-key"   = "LOOPBREAKER_ACTION_SIGNING_KEY"
+    "alert-webhook-token"  = "LOOPBREAKER_ALERT_WEBHOOK_TOKEN"
     "slack-bot-token"      = "LOOPBREAKER_SLACK_BOT_TOKEN"
     "slack-signing-secret" = "LOOPBREAKER_SLACK_SIGNING_SECRET"
   }
   secret_values = {
     "action-signing-key"   = var.action_signing_key
+    "alert-webhook-token"  = var.alert_webhook_token
     "slack-bot-token"      = var.slack_bot_token
     "slack-signing-secret" = var.slack_signing_secret
   }

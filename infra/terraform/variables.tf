@@ -10,6 +10,19 @@ variable "action_signing_key" {
   }
 }
 
+variable "alert_cluster" {
+  type        = string
+  description = "Cluster of alerts that carry no cluster label (LOOPBREAKER_ALERT_CLUSTER), for a Prometheus per cluster; null: alerts must name it."
+  default     = null
+}
+
+variable "alert_webhook_token" {
+  type        = string
+  description = "Bearer token on_alertmanager_webhook accepts (LOOPBREAKER_ALERT_WEBHOOK_TOKEN), stored as a secret version; null adds none here (add one with gcloud)."
+  default     = null
+  sensitive   = true
+}
+
 variable "approval_ttl" {
   type        = string
   description = "How long an approval request and its buttons stay valid (LOOPBREAKER_APPROVAL_TTL), at most 24h."
@@ -101,7 +114,7 @@ variable "dry_run" {
 
 variable "enable_alertmanager_webhook" {
   type        = bool
-  description = "Whether to deploy on_alertmanager_webhook (planned entry point; functions/main.py must define it)."
+  description = "Whether to deploy on_alertmanager_webhook, the HTTP endpoint for Alertmanager (deploy/prometheus/alertmanager-receiver.yaml) and Cloud Monitoring webhook channels; it accepts the alert-webhook-token secret as a bearer token."
   default     = false
 }
 
@@ -432,5 +445,16 @@ variable "vpc_connector" {
   validation {
     condition     = var.vpc_connector == null || can(regex("^projects/[^/]+/locations/[^/]+/connectors/[^/]+$", var.vpc_connector))
     error_message = "vpc_connector must be projects/PROJECT/locations/REGION/connectors/NAME."
+  }
+}
+
+variable "workload_kind" {
+  type        = string
+  description = "Kind of a workload whose signals do not say (LOOPBREAKER_WORKLOAD_KIND): jobset, tfjob or pytorchjob."
+  default     = "jobset"
+
+  validation {
+    condition     = contains(["jobset", "tfjob", "pytorchjob"], var.workload_kind)
+    error_message = "workload_kind must be jobset, tfjob or pytorchjob."
   }
 }
