@@ -346,6 +346,38 @@ def test_queries_command_fills_known_values_and_keeps_placeholders(
     assert {q["language"] for q in queries} == {"promql", "lql"}
 
 
+@pytest.mark.parametrize(
+    ("kind", "api", "framework"),
+    [("tfjob", "TFJob", "tensorflow"), ("pytorchjob", "PyTorchJob", "pytorch")],
+)
+def test_queries_for_a_kubeflow_job_read_the_operator_and_its_replicas(
+    capsys: pytest.CaptureFixture[str], kind: str, api: str, framework: str
+) -> None:
+    argv = ["queries", "--cluster", "c", "--namespace", "ml", "--workload", "resnet"]
+    assert main([*argv, "--workload-kind", kind, "--format", "json"]) == 0
+    queries = {q["id"]: q for q in json.loads(capsys.readouterr().out)}
+    assert queries["restarts"]["text"] == (
+        "training_operator_jobs_restarted_total"
+        f'{{cluster="c", job_namespace="ml", framework="{framework}"}}'
+    )
+    assert f'jsonPayload.involvedObject.kind="{api}"' in queries["restart_events"]["text"]
+    assert f'"{api}Restarting" OR "JobRestarting"' in queries["restart_events"]["text"]
+    assert "training_kubeflow_org/job-name" in queries["coordinator_logs"]["text"]
+    assert not any("jobset" in q["text"] for q in queries.values())
+    assert "restarts_changes" not in queries  # a JobSet-only query
+    assert main([*argv, "--format", "json"]) == 0
+    jobset = {q["id"]: q for q in json.loads(capsys.readouterr().out)}
+    assert jobset["restarts"]["text"].startswith("kube_jobset_restarts{")
+    assert "restart_events" not in jobset
+
+
+def test_an_unknown_workload_kind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["queries", "--workload-kind", "mpijob"])
+    assert exc.value.code == 2
+    assert "--workload-kind" in capsys.readouterr().err
+
+
 def test_queries_can_include_deprecated_mql(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["queries", "--include-deprecated"]) == 0
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import time
+import urllib.error
 import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -151,9 +152,7 @@ def test_the_shipped_rule_fires_and_alertmanager_opens_the_right_incident(
         config_yaml=prometheus_config(rules_file(tmp_path / "rules.yaml"), alertmanager.port),
     )
 
-    store = FirestoreStore.connect(
-        project=context["project"], database="(default)", prefix=prefix
-    )
+    store = FirestoreStore.connect(project=context["project"], database="(default)", prefix=prefix)
     deadline = time.monotonic() + 90
     found = []
     while time.monotonic() < deadline and not found:
@@ -173,6 +172,12 @@ def test_the_shipped_rule_fires_and_alertmanager_opens_the_right_incident(
     assert incident.cluster == context["cluster"]
     head = refresh(store, incident.id, 500)
     assert head is not None and head.counts.get("job_restarting", 0) >= 1
+    # The same endpoint without the token: refused, and nothing else is opened.
+    forged = urllib.request.Request(webhook.url + "/", data=b'{"version": "4"}', method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        DIRECT.open(forged, timeout=30)
+    assert refused.value.code == 401
+    assert [i.id for i in store.list_incidents()] == [incident.id]
 
     # The same store, settled by on_schedule: the alert's incident is the faulty host.
     schedule = function_server_factory("on_schedule", SOURCE, "http", env)

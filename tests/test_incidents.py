@@ -36,6 +36,7 @@ from loopbreaker.model import (
     Signal,
     SignalKind,
     SuspectHost,
+    WorkloadKind,
 )
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
@@ -441,6 +442,22 @@ def test_context_covers_the_whole_incident() -> None:
     assert context.start_time == mins(-30) and context.end_time == mins(70)
     pool = replace(arrive(None, 0, 0), workloads=("train",))
     assert incidents.context_for(pool).workload == "train"
+
+
+def test_context_takes_the_workload_kind_its_signals_named_else_the_setting() -> None:
+    workload_key = IncidentKey("proj", "c1", Scope.WORKLOAD, "ml/resnet")
+    plain = replace(arrive(None, 0, 0), key=workload_key)
+    assert incidents.context_for(plain).workload_kind is WorkloadKind.JOBSET
+    assert (
+        incidents.context_for(plain, default_kind=WorkloadKind.TFJOB).workload_kind
+        is WorkloadKind.TFJOB
+    )
+    named = replace(plain, workload_kinds=("pytorchjob", "jobset"))
+    assert (
+        incidents.context_for(named, default_kind=WorkloadKind.TFJOB).workload_kind
+        is WorkloadKind.PYTORCHJOB
+    )
+    assert Incident.from_dict(named.to_dict()).workload_kinds == ("pytorchjob", "jobset")
 
 
 def test_host_failures_merge_one_episode_per_host() -> None:
