@@ -14,6 +14,10 @@ ratios much less.
       pushes them: 0 failed deliveries, <= 1.1 commits per entry, <= 20 writes to any
       single document, >= 10x the 21 entries/s the previous design reached, and after
       settling one incident with exact counts
+  (5) an alert storm through on_alertmanager_webhook's service and the Firestore emulator:
+      a node pool's NotReady and XID alerts in Alertmanager groups, 16 notifications at a
+      time: every reply 200, one incident with every alert counted, <= 1.1 commits per
+      alert, and Alertmanager's re-send of every group only duplicates
 """
 
 from __future__ import annotations
@@ -358,11 +362,123 @@ def bench_firestore_storm(count: int) -> list[Result]:
     ]
 
 
+ALERT_CONCURRENCY = 16
+ALERT_GROUP = 50
+
+
+def alert_groups(count: int) -> list[bytes]:
+    """``count`` alerts of one node pool, as Alertmanager groups them (by alertname, node)."""
+    pool = "gke-a3-cluster-gpu-pool-5c2e8d1a"
+    alerts = []
+    for n in range(count):
+        signal = "node_not_ready" if n % 2 else "gpu_health"
+        alerts.append(
+            {
+                "status": "firing",
+                "labels": {
+                    "alertname": "LoopbreakerTrainingNodeNotReady"
+                    if n % 2
+                    else "LoopbreakerGPUXidError",
+                    "loopbreaker": "true",
+                    "loopbreaker_signal": signal,
+                    "cluster": "a3-cluster",
+                    "node": f"{pool}-{n:04x}",
+                    "severity": "critical",
+                },
+                "annotations": {"summary": "training node unhealthy"},
+                # Within ten minutes: one storm, one incident (the grouping window is 30m).
+                "startsAt": f"2026-05-20T08:{n % 10:02d}:{n % 60:02d}Z",
+                "endsAt": "0001-01-01T00:00:00Z",
+                "fingerprint": f"{n:016x}",
+            }
+        )
+    return [
+        json.dumps(
+            {"version": "4", "status": "firing", "receiver": "loopbreaker", "alerts": chunk}
+        ).encode()
+        for chunk in (alerts[i : i + ALERT_GROUP] for i in range(0, count, ALERT_GROUP))
+    ]
+
+
+def bench_alert_storm(count: int) -> list[Result]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness import start_firestore_emulator
+
+    from loopbreaker.alert_webhook import AlertWebhook
+    from loopbreaker.store.base import refresh
+    from loopbreaker.store.firestore import FirestoreStore
+
+    settings = load_settings({}, runtime=Runtime.LOCAL)
+    groups = alert_groups(count)
+    headers = {"Authorization": "Bearer bench-token"}
+    with start_firestore_emulator() as emulator:
+        os.environ.update(emulator.env)
+        store = FirestoreStore.connect(
+            project=emulator.project, database="(default)", prefix="alerts"
+        )
+        responder = Responder(
+            settings=settings,
+            store=store,
+            notifier=LogNotifier(),
+            evidence=PlannedQueries(),
+            clock=lambda: datetime(2026, 5, 20, 9, 0, tzinfo=UTC),
+        )
+        hook = AlertWebhook(responder, token="bench-token", basic_auth=None)
+
+        def deliver(body: bytes) -> tuple[int, list[str]]:
+            reply = hook.handle(headers, body)
+            return reply.status, [a["outcome"] for a in reply.body.get("alerts", ())]
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=ALERT_CONCURRENCY) as pool:
+            first = list(pool.map(deliver, groups))
+        elapsed = time.perf_counter() - began
+        commits = store.transactions
+        with ThreadPoolExecutor(max_workers=ALERT_CONCURRENCY) as pool:
+            again = list(pool.map(deliver, groups))
+        listed = store.list_incidents(limit=10)
+        exact = refresh(store, listed[0].id, settings.max_signals) if listed else None
+        store.close()
+    statuses = {status for status, _ in first + again}
+    accepted = sum(o == "accepted" for _, outcomes in first for o in outcomes)
+    repeats_ok = all(o == "duplicate" for _, outcomes in again for o in outcomes)
+    per_alert = commits / count
+    counted = exact.signal_count if exact else 0
+    print(f"(5) {count} alerts in {len(groups)} Alertmanager groups, {ALERT_CONCURRENCY} at a time")
+    print(f"    ingested in {elapsed:.2f} s ({count / elapsed:,.0f} alerts/s)")
+    print(
+        f"    replies {sorted(statuses)}, accepted {accepted}, re-send all duplicates {repeats_ok}"
+    )
+    print(
+        f"    commits per alert            {per_alert:.3f} (target <= {FIRESTORE_COMMITS_TARGET})"
+    )
+    print(f"    incidents / signals counted  {len(listed)} / {counted}")
+    return [
+        Result("alert replies", ",".join(map(str, sorted(statuses))), "200", statuses == {200}),
+        Result(
+            "alert commits/alert",
+            f"{per_alert:.3f}",
+            f"<= {FIRESTORE_COMMITS_TARGET}",
+            per_alert <= FIRESTORE_COMMITS_TARGET,
+        ),
+        Result("alert re-sends", "dup" if repeats_ok else "NEW", "all duplicate", repeats_ok),
+        Result(
+            "alert incidents",
+            f"{len(listed)}/{counted}",
+            f"1/{count}",
+            len(listed) == 1 and counted == count == accepted,
+        ),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--storm", type=int, default=10_000)
     parser.add_argument("--import-runs", type=int, default=5)
+    parser.add_argument("--alerts", type=int, default=2_000)
     args = parser.parse_args()
     # The storm's own log lines would dominate the timing and the output.
     logs.configure("WARNING")
@@ -374,6 +490,8 @@ def main() -> int:
     results += bench_storm(args.storm)
     print()
     results += bench_firestore_storm(args.storm)
+    print()
+    results += bench_alert_storm(args.alerts)
     print()
     missed = [r for r in results if not r.ok]
     for r in results:
