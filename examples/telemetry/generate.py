@@ -56,6 +56,19 @@ GKE_VERSION = "v1.32.4-gke.1767000"
 # --- deterministic "randomness" -------------------------------------------------------
 
 
+
+def _default_tolerations() -> list[dict[str, Any]]:
+    """The two tolerations the DefaultTolerationSeconds admission plugin adds to a pod."""
+    return [
+        {
+            "effect": "NoExecute",
+            "key": f"node.kubernetes.io/{taint}",
+            "operator": "Exists",
+            "tolerationSeconds": 300,
+        }
+        for taint in ("not-ready", "unreachable")
+    ]
+
 def _digest(*parts: object) -> bytes:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
 
@@ -1789,18 +1802,7 @@ def pod_item(sc: Scenario, pod: Pod) -> dict[str, Any]:
         "terminationGracePeriodSeconds": 30,
         "tolerations": [
             *spec.tolerations,
-            {
-                "effect": "NoExecute",
-                "key": "node.kubernetes.io/not-ready",
-                "operator": "Exists",
-                "tolerationSeconds": 300,
-            },
-            {
-                "effect": "NoExecute",
-                "key": "node.kubernetes.io/unreachable",
-                "operator": "Exists",
-                "tolerationSeconds": 300,
-            },
+            *_default_tolerations(),
         ],
     }
     if spec.priority_class:
@@ -1951,18 +1953,7 @@ def kf_pod_item(sc: Scenario, pod: KfPod) -> dict[str, Any]:
         "terminationGracePeriodSeconds": 30,
         "tolerations": [
             *spec.tolerations.get(pod.rtype, []),
-            {
-                "effect": "NoExecute",
-                "key": "node.kubernetes.io/not-ready",
-                "operator": "Exists",
-                "tolerationSeconds": 300,
-            },
-            {
-                "effect": "NoExecute",
-                "key": "node.kubernetes.io/unreachable",
-                "operator": "Exists",
-                "tolerationSeconds": 300,
-            },
+            *_default_tolerations(),
         ],
     }
     status = pod_status(sc, pod, pod_spec, spec.image, spec.container)

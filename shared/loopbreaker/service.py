@@ -224,17 +224,9 @@ class Responder:
             if self.store.remember(ids, self.clock()):
                 return Outcome(Status.DUPLICATE, message_id, kind=alert.name)
             reason = alert.reason or "not a loopbreaker alert"
-            self._count(Status.IGNORED)
-            event(
-                self._log,
-                logging.INFO,
-                f"ignored alert {alert.name}: {reason}",
-                labels={"message_id": message_id},
-                event="alert_ignored",
-                alertname=alert.name,
-                reason=reason,
+            return self._ignored(
+                message_id, alert.name, reason, {"message_id": message_id}, "alert_ignored"
             )
-            return Outcome(Status.IGNORED, message_id, kind=alert.name, reason=reason)
         return self._ingest(
             alert.signal,
             alert.dedup_id,
@@ -259,22 +251,14 @@ class Responder:
             ids = incidents.dedup_ids(entry_id, message_id)
             if self.store.remember(ids, now):
                 return self._duplicate(message_id, signal, labels)
-            self._count(Status.IGNORED)
             reason = (
                 "no known failure signature"
                 if signal.kind.value == "unrecognized"
                 else "names no workload, node pool, host or node"
             )
-            event(
-                self._log,
-                logging.INFO,
-                f"ignored entry: {reason}",
-                labels=labels,
-                event="entry_ignored",
-                kind=signal.kind.value,
-                insert_id=signal.insert_id,
+            return self._ignored(
+                message_id, signal.kind.value, reason, labels, insert_id=signal.insert_id
             )
-            return Outcome(Status.IGNORED, message_id, kind=signal.kind.value, reason=reason)
         event_time = signal.timestamp or _parse_optional(fallback_time) or now
         arrival = Arrival(
             key=key,
@@ -291,18 +275,10 @@ class Responder:
         if result.duplicate:
             return self._duplicate(message_id, signal, labels)
         if incident_id is None:
-            self._count(Status.IGNORED)
-            reason = "no open incident to update"
-            event(
-                self._log,
-                logging.INFO,
-                f"ignored {signal.kind.value}: {reason}",
-                labels=labels,
-                event="entry_ignored",
-                kind=signal.kind.value,
-                key=str(key),
+            # A resolved alert whose incident is gone or final: nothing is left to update.
+            return self._ignored(
+                message_id, signal.kind.value, "no open incident to update", labels, key=str(key)
             )
-            return Outcome(Status.IGNORED, message_id, kind=signal.kind.value, reason=reason)
         self._count(Status.ACCEPTED)
         incident = result.incident
         event(
@@ -324,6 +300,28 @@ class Responder:
             created=result.created,
             kind=signal.kind.value,
         )
+
+    def _ignored(
+        self,
+        message_id: str | None,
+        kind: str,
+        reason: str,
+        labels: Mapping[str, object],
+        event_name: str = "entry_ignored",
+        **fields: Any,
+    ) -> Outcome:
+        self._count(Status.IGNORED)
+        event(
+            self._log,
+            logging.INFO,
+            f"ignored {kind}: {reason}",
+            labels=labels,
+            event=event_name,
+            kind=kind,
+            reason=reason,
+            **fields,
+        )
+        return Outcome(Status.IGNORED, message_id, kind=kind, reason=reason)
 
     def _duplicate(
         self, message_id: str | None, signal: Signal, labels: Mapping[str, object]
