@@ -56,7 +56,6 @@ GKE_VERSION = "v1.32.4-gke.1767000"
 # --- deterministic "randomness" -------------------------------------------------------
 
 
-
 def _default_tolerations() -> list[dict[str, Any]]:
     """The two tolerations the DefaultTolerationSeconds admission plugin adds to a pod."""
     return [
@@ -68,6 +67,7 @@ def _default_tolerations() -> list[dict[str, Any]]:
         }
         for taint in ("not-ready", "unreachable")
     ]
+
 
 def _digest(*parts: object) -> bytes:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
