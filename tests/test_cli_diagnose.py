@@ -476,3 +476,62 @@ def test_output_into_a_closed_pipe_is_quiet() -> None:
         check=False,
     )
     assert "Traceback" not in result.stderr
+
+
+def _tfjob(name: str, restarting_at: str | None) -> dict[str, Any]:
+    conditions = [
+        {
+            "type": "Created",
+            "status": "True",
+            "reason": "TFJobCreated",
+            "lastTransitionTime": "2026-10-06T11:02:03Z",
+        },
+        {
+            "type": "Running",
+            "status": "False",
+            "reason": "TFJobRunning",
+            "lastTransitionTime": "2026-10-06T13:54:21Z",
+        },
+    ]
+    if restarting_at:
+        conditions.append(
+            {
+                "type": "Restarting",
+                "status": "True",
+                "reason": "TFJobRestarting",
+                "message": f"TFJob ml-jobs/{name} is restarting because 1 Worker replica(s) failed.",
+                "lastTransitionTime": restarting_at,
+            }
+        )
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "namespace": "ml-jobs"},
+        "status": {"conditions": conditions},
+    }
+
+
+def test_a_jobs_restarting_condition_is_a_restart_and_one_with_its_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """jobs.json (kubectl get tfjobs,pytorchjobs -A -o json): the Restarting condition of
+    the last restart; with the Event of that restart it is still one restart."""
+    spec, directory = _scenario("tfjob-faulty-host")
+    copy = tmp_path / "telemetry"
+    shutil.copytree(directory, copy)
+    jobs = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            _tfjob("resnet50-ps", "2026-10-06T13:54:20Z"),
+            _tfjob("wide-deep-ctr", None),
+        ],
+    }
+    (copy / "jobs.json").write_text(json.dumps(jobs))
+    args = ["diagnose", *context_args(spec), "--telemetry", str(copy), "--format", "json"]
+    assert run_json(capsys, args)["restart_increase"] == 2  # as without jobs.json
+    # Without the logs, the condition alone says the job restarts.
+    (copy / "logs.json").unlink()
+    out = run_json(capsys, args)
+    assert out["restart_loop"] is True and out["restart_increase"] == 1
+    assert any("TFJobRestarting" in f["message"] for f in out["evidence"] if f["step"] == 1)

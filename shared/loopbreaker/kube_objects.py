@@ -1,4 +1,5 @@
-"""Read Kubernetes Node and Pod objects (API JSON, as ``kubectl get -o json`` prints them)."""
+"""Read Kubernetes Node, Pod and Kubeflow job objects (API JSON, as ``kubectl get -o json``
+prints them)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from loopbreaker.model import KUBEFLOW_CHIEF_TYPES, NodeInfo, PodInfo
+from loopbreaker.model import (
+    KUBEFLOW_CHIEF_TYPES,
+    NodeInfo,
+    PodInfo,
+    Signal,
+    SignalKind,
+    WorkloadKind,
+)
+from loopbreaker.timeutil import parse_rfc3339
 
 HOST_LABEL = "cloud.google.com/gce-topology-host"
 POOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -134,3 +143,42 @@ def _labels(meta: Mapping[str, Any]) -> dict[str, str]:
 
 def _map(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def job_restart(obj: Mapping[str, Any]) -> Signal | None:
+    """The latest restart of a TFJob / PyTorchJob, from its ``Restarting`` condition.
+
+    The operator keeps one condition per type, so a job object tells only when it last
+    started restarting (``lastTransitionTime``); its Events tell every restart. Both at once
+    are one restart (the engine merges reports seconds apart)."""
+    kind = WorkloadKind.from_api_kind(obj.get("kind") if isinstance(obj.get("kind"), str) else None)
+    meta = _map(obj.get("metadata"))
+    name = meta.get("name")
+    if kind is None or not kind.kubeflow or not isinstance(name, str):
+        return None
+    conditions = _map(obj.get("status")).get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if not isinstance(cond, Mapping) or cond.get("type") != "Restarting":
+            continue
+        stamp = cond.get("lastTransitionTime") or cond.get("lastUpdateTime")
+        if not isinstance(stamp, str):
+            return None
+        try:
+            at = parse_rfc3339(stamp, what=f"{kind.api_kind} {name} Restarting condition")
+        except ValueError:
+            return None
+        reason = cond.get("reason")
+        message = cond.get("message")
+        namespace = meta.get("namespace")
+        return Signal(
+            kind=SignalKind.JOB_RESTARTING,
+            timestamp=at,
+            severity="WARNING",
+            namespace=namespace if isinstance(namespace, str) else None,
+            workload=name,
+            workload_kind=kind.value,
+            reason=reason if isinstance(reason, str) else "JobRestarting",
+            excerpt=(message if isinstance(message, str) else "Restarting")[:300],
+            resource_type=f"kubeflow.org/{kind.api_kind}",
+        )
+    return None

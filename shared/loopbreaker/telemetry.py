@@ -7,6 +7,7 @@ Directory layout (every file optional):
   metrics.om       OpenMetrics text with timestamps (seconds), ending in ``# EOF``
   nodes.json       ``kubectl get nodes -o json``
   pods.json        ``kubectl get pods -A -o json``
+  jobs.json        ``kubectl get tfjobs,pytorchjobs -A -o json`` (their Restarting condition)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from loopbreaker.classify import classify
 from loopbreaker.errors import InvalidLogEntry, InvalidTelemetry
-from loopbreaker.kube_objects import items_of, node_info, pod_info
+from loopbreaker.kube_objects import items_of, job_restart, node_info, pod_info
 from loopbreaker.model import (
     Evidence,
     EvidenceKind,
@@ -38,6 +39,7 @@ METRICS_FILE = "metrics.om"
 LOGS_FILE = "logs.json"
 NODES_FILE = "nodes.json"
 PODS_FILE = "pods.json"
+JOBS_FILE = "jobs.json"
 
 #: Which metric feeds which kind of evidence (Managed Prometheus PromQL names).
 METRIC_KINDS: dict[str, EvidenceKind] = {
@@ -264,6 +266,17 @@ def load_directory(directory: Path) -> Evidence:
         sources[EvidenceKind.LOGS] = SourceStatus(
             f"file:{LOGS_FILE}", False, f"no {LOGS_FILE} or *.jsonl found"
         )
+
+    jobs_path = directory / JOBS_FILE
+    if jobs_path.is_file():
+        # The jobs' Restarting conditions are restart reports like the operator's Events.
+        restarts = tuple(r for r in (job_restart(i) for i in _objects(jobs_path, "tfjobs")) if r)
+        values["signals"] = values.get("signals", ()) + restarts
+        log_status = sources.get(EvidenceKind.LOGS)
+        if log_status is None or not log_status.available:
+            sources[EvidenceKind.LOGS] = SourceStatus(
+                f"file:{JOBS_FILE}", True, "job conditions only: no log files"
+            )
 
     for name, kind, loader, attr in (
         (NODES_FILE, EvidenceKind.NODES, load_nodes, "nodes"),
