@@ -234,3 +234,17 @@ def test_a_regional_pools_storm_from_both_sinks_is_one_incident_with_its_cluster
     assert incident["root_cause"] == "spot_preemption"
     assert incident["diagnoses"] == 1 and incident["notifications"] == 1
     assert cluster in incident["summary"]
+
+
+def test_a_tfjob_restart_loop_through_the_pipeline_is_its_faulty_host() -> None:
+    scenario = ROOT / "examples" / "telemetry" / "tfjob-faulty-host"
+    result = replay_json(str(scenario / "logs.json"), "--telemetry", str(scenario))
+    causes = {i["key"]: i["root_cause"] for i in result["incidents"]}
+    # The job's pods and TFJobRestarting Events name it: the pipeline diagnoses a TFJob.
+    assert causes["lumen-vision-prod/a3-vision-usc1/workload/ml-jobs/resnet50-ps"] == "faulty_host"
+
+
+def test_replay_takes_a_workload_kind_and_refuses_an_unknown_one() -> None:
+    assert cli(str(JSONL), "--workload-kind", "pytorchjob").returncode == 0
+    done = cli(str(JSONL), "--workload-kind", "mpijob")
+    assert done.returncode == 2 and "--workload-kind" in done.stderr

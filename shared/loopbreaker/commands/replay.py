@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 from loopbreaker import logs, replay
+from loopbreaker.model import WorkloadKind
 from loopbreaker.settings import Runtime, load_settings
 
 
@@ -37,12 +39,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="SQLite file to keep the incidents in (default: a temporary store, so runs are "
         "independent; reuse a file to see redeliveries counted as duplicates)",
     )
+    parser.add_argument(
+        "--workload-kind",
+        dest="workload_kind",
+        choices=[k.value for k in WorkloadKind],
+        help="kind of a workload whose signals do not say (default: "
+        "LOOPBREAKER_WORKLOAD_KIND, else jobset)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(handler=run_replay)
 
 
 def run_replay(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
+    if args.workload_kind:
+        settings = dataclasses.replace(settings, workload_kind=WorkloadKind(args.workload_kind))
     logs.configure(settings.log_level)
     summary = replay.run(
         args.paths, settings=settings, telemetry=args.telemetry, store_path=args.store
