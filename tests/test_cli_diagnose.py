@@ -499,7 +499,7 @@ def _tfjob(name: str, restarting_at: str | None) -> dict[str, Any]:
                 "type": "Restarting",
                 "status": "True",
                 "reason": "TFJobRestarting",
-                "message": f"TFJob ml-jobs/{name} is restarting because 1 Worker replica(s) failed.",
+                "message": f"TFJob ml-jobs/{name} is restarting because 1 Worker replica failed.",
                 "lastTransitionTime": restarting_at,
             }
         )
