@@ -25,9 +25,10 @@ from google.auth.transport.requests import Request as GoogleRequest
 from loopbreaker import incidents
 from loopbreaker.approvals import APPROVE_ACTION, REJECT_ACTION, Decision, Platform
 from loopbreaker.bootstrap import build_chat_actions
-from loopbreaker.chatops import ChatActions, ChatReply
+from loopbreaker.chatops import ChatActions
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
+from loopbreaker.replies import Reply
 from loopbreaker.settings import Settings
 from loopbreaker.store.sqlite import SqliteStore
 
@@ -58,14 +59,14 @@ class Desk:
     #: The Approve button's value, as posted while the incident awaited approval.
     token: str
 
-    def slack(self, payload: dict[str, Any] | bytes, **kw: Any) -> ChatReply:
+    def slack(self, payload: dict[str, Any] | bytes, **kw: Any) -> Reply:
         headers, body = K.slack_request(payload, self.clock(), **kw)
         return self.service.handle(headers, body)
 
-    def approve(self, **kw: Any) -> ChatReply:
+    def approve(self, **kw: Any) -> Reply:
         return self.slack(K.slack_payload(self.token, **kw))
 
-    def chat(self, body: bytes, bearer: str | None) -> ChatReply:
+    def chat(self, body: bytes, bearer: str | None) -> Reply:
         headers = {"Content-Type": "application/json"}
         if bearer is not None:
             headers["Authorization"] = f"Bearer {bearer}"
@@ -76,7 +77,7 @@ class Desk:
         assert found is not None
         return found
 
-    def assert_refused(self, reply: ChatReply, status: int, reason: str) -> None:
+    def assert_refused(self, reply: Reply, status: int, reason: str) -> None:
         assert reply.status == status, reply.body
         assert reason in reply.body["text"], reply.body["text"]
         assert self.queue.published == []

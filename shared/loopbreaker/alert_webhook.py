@@ -16,28 +16,16 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
 from loopbreaker import alerts
 from loopbreaker.errors import InvalidInput, TransientError
 from loopbreaker.logs import event, get_logger
+from loopbreaker.replies import Reply
 from loopbreaker.service import Responder
 
 _AUTH_REALM = {"WWW-Authenticate": 'Basic realm="loopbreaker", Bearer'}
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    body: Mapping[str, Any] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def json(self) -> str:
-        return json.dumps(self.body)
 
 
 class AlertWebhook:
@@ -67,13 +55,13 @@ class AlertWebhook:
         if len(body) > alerts.MAX_BODY:
             return self._bad(413, f"body of {len(body)} bytes is over {alerts.MAX_BODY}")
         try:
-            payload, parsed = alerts.parse(body, default_cluster=self._cluster)
+            notification = alerts.parse(body, default_cluster=self._cluster)
         except InvalidInput as exc:
             return self._bad(400, str(exc))
-        message_id = _push_message_id(body) if payload == "cloud_monitoring" else None
+        payload, message_id = notification.payload, notification.message_id
         outcomes = []
         try:
-            for alert in parsed:
+            for alert in notification.alerts:
                 outcome = self._responder.handle_alert(alert, message_id)
                 outcomes.append(
                     {
@@ -109,7 +97,7 @@ class AlertWebhook:
     def _authorized(self, headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
         if self._token is None and self._basic is None:
             return False  # not configured: refuse rather than accept anyone
-        header = _header(headers, "authorization") or ""
+        header = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         scheme, _, credentials = header.partition(" ")
         scheme = scheme.lower()
         ok = False
@@ -142,17 +130,3 @@ class AlertWebhook:
             status=status,
             reason=reason,
         )
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    return next((v for k, v in headers.items() if k.lower() == name), None)
-
-
-def _push_message_id(body: bytes) -> str | None:
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
-    message = document.get("message") if isinstance(document, dict) else None
-    value = message.get("messageId") if isinstance(message, dict) else None
-    return value if isinstance(value, str) else None

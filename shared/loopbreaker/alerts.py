@@ -18,8 +18,6 @@ delivery when its fingerprint (or Cloud Monitoring incident id), start and statu
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import re
@@ -29,11 +27,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from loopbreaker.envelope import from_pubsub_message
 from loopbreaker.errors import InvalidInput
 from loopbreaker.model import Signal, SignalKind, WorkloadKind
 from loopbreaker.timeutil import from_epoch, parse_rfc3339
 
-#: The largest body accepted; Alertmanager groups are small, and a bigger one is an error.
+#: The largest body the webhook accepts; Alertmanager groups are small.
 MAX_BODY = 1 << 20
 #: Alerts in one notification at most (``max_alerts`` in the receiver snippet is 0: all).
 MAX_ALERTS = 1000
@@ -110,19 +109,32 @@ class AlertSignal:
     reason: str | None = None
 
 
-def parse(body: bytes, *, default_cluster: str | None = None) -> tuple[str, list[AlertSignal]]:
-    """(payload kind, alerts) of a notification body; InvalidInput names what is wrong."""
-    if len(body) > MAX_BODY:
-        raise InvalidInput(f"body of {len(body)} bytes is larger than {MAX_BODY}")
+@dataclass(frozen=True)
+class Notification:
+    """One notification body: its payload kind, its alerts, and the Pub/Sub messageId
+    when a push subscription delivered it."""
+
+    payload: str
+    alerts: list[AlertSignal]
+    message_id: str | None = None
+
+
+def parse(body: bytes, *, default_cluster: str | None = None) -> Notification:
+    """The alerts of a notification body; InvalidInput names what is wrong."""
     document = _json(body, "body")
+    message_id = None
     if isinstance(document, dict) and isinstance(document.get("message"), dict):
-        document = _pubsub_push(document["message"])
+        # A Pub/Sub notification channel pushed to the function: the envelope log sinks use.
+        delivery = from_pubsub_message(document["message"])
+        document, message_id = delivery.entry, delivery.message_id
     if not isinstance(document, dict):
         raise InvalidInput(f"expected a JSON object, got {_type(document)}")
     if "alerts" in document:
-        return "alertmanager", alertmanager(document, default_cluster)
+        return Notification("alertmanager", alertmanager(document, default_cluster), message_id)
     if "incident" in document:
-        return "cloud_monitoring", [cloud_monitoring(document, default_cluster)]
+        return Notification(
+            "cloud_monitoring", [cloud_monitoring(document, default_cluster)], message_id
+        )
     raise InvalidInput(
         "neither an Alertmanager webhook payload (no 'alerts') nor a Cloud Monitoring "
         "notification (no 'incident')"
@@ -349,17 +361,6 @@ def _str_map(value: object, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise InvalidInput(f"{where}: expected an object of strings, got {_type(value)}")
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
-
-
-def _pubsub_push(message: Mapping[str, Any]) -> Any:
-    data = message.get("data")
-    if not isinstance(data, str):
-        raise InvalidInput("Pub/Sub push message has no base64 'data'")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidInput(f"Pub/Sub message data is not base64: {exc}") from exc
-    return _json(raw, "Pub/Sub message data")
 
 
 def _json(raw: bytes, what: str) -> Any:

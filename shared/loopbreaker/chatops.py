@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -48,6 +48,7 @@ from loopbreaker.incidents import Incident
 from loopbreaker.logs import event, get_logger
 from loopbreaker.notify import Notifier
 from loopbreaker.remediation_queue import RemediationQueue, publish_approved
+from loopbreaker.replies import Reply
 from loopbreaker.store.base import IncidentStore
 from loopbreaker.verify import GoogleChatVerifier, SlackVerifier
 
@@ -68,15 +69,6 @@ class Click:
     user_name: str | None = None
     #: Identifies the message clicked (Slack ts, Chat message name), when known.
     message: str | None = None
-
-
-@dataclass(frozen=True)
-class ChatReply:
-    status: int
-    body: Mapping[str, Any] = field(default_factory=dict)
-
-    def json(self) -> str:
-        return json.dumps(self.body)
 
 
 class ChatActions:
@@ -105,7 +97,7 @@ class ChatActions:
         self.google_chat = google_chat
         self._log = logger or get_logger("chatops")
 
-    def handle(self, headers: Mapping[str, str], body: bytes) -> ChatReply:
+    def handle(self, headers: Mapping[str, str], body: bytes) -> Reply:
         lowered = {k.lower(): v for k, v in headers.items()}
         platform: Platform | None = None
         try:
@@ -123,7 +115,7 @@ class ChatActions:
                 platform=platform.value if platform else None,
                 reason=str(exc),
             )
-            return ChatReply(503, {"text": f"Temporarily unavailable, nothing was changed: {exc}"})
+            return Reply(503, {"text": f"Temporarily unavailable, nothing was changed: {exc}"})
 
     # --- 1 + 2: who is calling, and what they clicked ----------------------------------
 
@@ -151,7 +143,7 @@ class ChatActions:
 
     # --- 3 .. 5: the decision -----------------------------------------------------------
 
-    def _decide(self, click: Click) -> ChatReply:
+    def _decide(self, click: Click) -> Reply:
         now = self.clock()
         if self.signing_key is None:
             raise ApprovalInvalid("approvals are off: LOOPBREAKER_ACTION_SIGNING_KEY is not set")
@@ -205,11 +197,11 @@ class ChatActions:
                 reason=str(exc),
             )
             text = f"Incident {incident.id} {decision.value}; the message updates shortly."
-            return ChatReply(200, {"text": text, "incident_id": incident.id})
+            return Reply(200, {"text": text, "incident_id": incident.id})
 
     def _after_decision(
         self, click: Click, incident: Incident, decision: Decision, now: datetime
-    ) -> ChatReply:
+    ) -> Reply:
         published = None
         if decision is Decision.APPROVED:
             published, incident = publish_approved(self.store, self.queue, incident, now, self._log)
@@ -229,7 +221,7 @@ class ChatActions:
             )
         else:
             self._update_message(incident, message)
-        return ChatReply(200, reply)
+        return Reply(200, reply)
 
     def _update_message(self, incident: Incident, message: notify.Notification) -> None:
         try:
@@ -249,7 +241,7 @@ class ChatActions:
             incident.id, lambda i: incidents.mark_notified(i, message.fingerprint, where)
         )
 
-    def _refuse(self, exc: ApprovalInvalid, platform: Platform | None) -> ChatReply:
+    def _refuse(self, exc: ApprovalInvalid, platform: Platform | None) -> Reply:
         status = exc.http_status
         event(
             self._log,
@@ -261,7 +253,7 @@ class ChatActions:
             reason=str(exc),
             error=type(exc).__name__,
         )
-        return ChatReply(status, {"text": f"Refused, nothing was changed: {exc}", "status": status})
+        return Reply(status, {"text": f"Refused, nothing was changed: {exc}", "status": status})
 
 
 def _same_message(incident: Incident, click: Click) -> None:
