@@ -223,6 +223,55 @@ resource "google_monitoring_alert_policy" "remediation_failed" {
 
 # --- dashboard ----------------------------------------------------------------------------
 
+locals {
+  # Tiles in reading order, two a row: the cluster's own metrics (PromQL), then the
+  # functions' log-based metrics (summed per 5 minutes).
+  dashboard_promql = [
+    { title = "JobSet restarts (increase over 10 min)", plot = "LINE", axis = "restarts", query = "max by (cluster, namespace, jobset_name) (increase(kube_jobset_restarts[10m]))" },
+    { title = "Node-pool interruptions by type", plot = "STACKED_BAR", axis = "interruptions", query = "sum by (cluster_name, node_pool_name, interruption_type) (avg_over_time(kubernetes_io:node_pool_interruption_count[10m]))" },
+    { title = "Unready nodes", plot = "LINE", axis = "nodes", query = "sum by (cluster_name, node_pool_name) (kubernetes_io:node_status_condition{condition=\"Ready\", status=~\"False|Unknown\"})" },
+  ]
+  dashboard_log_metrics = [
+    { title = "Incidents opened", axis = "incidents", metric = local.log_metric_types.incidents_opened, group_by = ["metric.label.cluster"] },
+    { title = "Approvals", axis = "approvals", metric = local.log_metric_types.remediation_approvals, group_by = ["metric.label.platform"] },
+    { title = "Remediation steps by outcome", axis = "steps", metric = local.log_metric_types.remediation_steps, group_by = ["metric.label.step", "metric.label.outcome"] },
+  ]
+  dashboard_widgets = concat(
+    [for t in local.dashboard_promql : {
+      title = t.title
+      xyChart = {
+        dataSets = [{
+          plotType        = t.plot
+          targetAxis      = "Y1"
+          timeSeriesQuery = { prometheusQuery = t.query }
+        }]
+        yAxis = { label = t.axis, scale = "LINEAR" }
+      }
+    }],
+    [for t in local.dashboard_log_metrics : {
+      title = t.title
+      xyChart = {
+        dataSets = [{
+          plotType   = "STACKED_BAR"
+          targetAxis = "Y1"
+          timeSeriesQuery = {
+            timeSeriesFilter = {
+              filter = "metric.type=\"${t.metric}\" resource.type=\"cloud_run_revision\""
+              aggregation = {
+                alignmentPeriod    = "300s"
+                perSeriesAligner   = "ALIGN_SUM"
+                crossSeriesReducer = "REDUCE_SUM"
+                groupByFields      = t.group_by
+              }
+            }
+          }
+        }]
+        yAxis = { label = t.axis, scale = "LINEAR" }
+      }
+    }],
+  )
+}
+
 resource "google_monitoring_dashboard" "this" {
   project = var.project_id
   dashboard_json = jsonencode({
@@ -230,144 +279,13 @@ resource "google_monitoring_dashboard" "this" {
     mosaicLayout = {
       columns = 48
       tiles = [
-        {
-          xPos   = 0
-          yPos   = 0
+        for index, widget in local.dashboard_widgets : {
+          xPos   = (index % 2) * 24
+          yPos   = floor(index / 2) * 16
           width  = 24
           height = 16
-          widget = {
-            title = "JobSet restarts (increase over 10 min)"
-            xyChart = {
-              dataSets = [{
-                plotType   = "LINE"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  prometheusQuery = "max by (cluster, namespace, jobset_name) (increase(kube_jobset_restarts[10m]))"
-                }
-              }]
-              yAxis = { label = "restarts", scale = "LINEAR" }
-            }
-          }
-        },
-        {
-          xPos   = 24
-          yPos   = 0
-          width  = 24
-          height = 16
-          widget = {
-            title = "Node-pool interruptions by type"
-            xyChart = {
-              dataSets = [{
-                plotType   = "STACKED_BAR"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  prometheusQuery = "sum by (cluster_name, node_pool_name, interruption_type) (avg_over_time(kubernetes_io:node_pool_interruption_count[10m]))"
-                }
-              }]
-              yAxis = { label = "interruptions", scale = "LINEAR" }
-            }
-          }
-        },
-        {
-          xPos   = 0
-          yPos   = 16
-          width  = 24
-          height = 16
-          widget = {
-            title = "Unready nodes"
-            xyChart = {
-              dataSets = [{
-                plotType   = "LINE"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  prometheusQuery = "sum by (cluster_name, node_pool_name) (kubernetes_io:node_status_condition{condition=\"Ready\", status=~\"False|Unknown\"})"
-                }
-              }]
-              yAxis = { label = "nodes", scale = "LINEAR" }
-            }
-          }
-        },
-        {
-          xPos   = 24
-          yPos   = 16
-          width  = 24
-          height = 16
-          widget = {
-            title = "Incidents opened"
-            xyChart = {
-              dataSets = [{
-                plotType   = "STACKED_BAR"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  timeSeriesFilter = {
-                    filter = "metric.type=\"${local.log_metric_types.incidents_opened}\" resource.type=\"cloud_run_revision\""
-                    aggregation = {
-                      alignmentPeriod    = "300s"
-                      perSeriesAligner   = "ALIGN_SUM"
-                      crossSeriesReducer = "REDUCE_SUM"
-                      groupByFields      = ["metric.label.cluster"]
-                    }
-                  }
-                }
-              }]
-              yAxis = { label = "incidents", scale = "LINEAR" }
-            }
-          }
-        },
-        {
-          xPos   = 0
-          yPos   = 32
-          width  = 24
-          height = 16
-          widget = {
-            title = "Approvals"
-            xyChart = {
-              dataSets = [{
-                plotType   = "STACKED_BAR"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  timeSeriesFilter = {
-                    filter = "metric.type=\"${local.log_metric_types.remediation_approvals}\" resource.type=\"cloud_run_revision\""
-                    aggregation = {
-                      alignmentPeriod    = "300s"
-                      perSeriesAligner   = "ALIGN_SUM"
-                      crossSeriesReducer = "REDUCE_SUM"
-                      groupByFields      = ["metric.label.platform"]
-                    }
-                  }
-                }
-              }]
-              yAxis = { label = "approvals", scale = "LINEAR" }
-            }
-          }
-        },
-        {
-          xPos   = 24
-          yPos   = 32
-          width  = 24
-          height = 16
-          widget = {
-            title = "Remediation steps by outcome"
-            xyChart = {
-              dataSets = [{
-                plotType   = "STACKED_BAR"
-                targetAxis = "Y1"
-                timeSeriesQuery = {
-                  timeSeriesFilter = {
-                    filter = "metric.type=\"${local.log_metric_types.remediation_steps}\" resource.type=\"cloud_run_revision\""
-                    aggregation = {
-                      alignmentPeriod    = "300s"
-                      perSeriesAligner   = "ALIGN_SUM"
-                      crossSeriesReducer = "REDUCE_SUM"
-                      groupByFields      = ["metric.label.step", "metric.label.outcome"]
-                    }
-                  }
-                }
-              }]
-              yAxis = { label = "steps", scale = "LINEAR" }
-            }
-          }
-        },
+          widget = widget
+        }
       ]
     }
   })
