@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from loopbreaker import logs
-from loopbreaker.classify import classify
-from loopbreaker.evidence import QueryBudget
+from loopbreaker.app.responder import Responder
+from loopbreaker.app.settings import Runtime, load_settings
+from loopbreaker.chat.notify import LogNotifier
+from loopbreaker.diagnosis.evidence import QueryBudget
+from loopbreaker.diagnosis.queries import RAW_SELECTORS, queries_for
+from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.model import Context, Evidence, QueryLanguage
-from loopbreaker.notify import LogNotifier
-from loopbreaker.queries import RAW_SELECTORS, queries_for
-from loopbreaker.service import Responder
-from loopbreaker.settings import Runtime, load_settings
-from loopbreaker.store.sqlite import SqliteStore
+from loopbreaker.signals.classify import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "signals"
@@ -272,8 +272,8 @@ def bench_firestore_storm(count: int) -> list[Result]:
     from harness import start_firestore_emulator
 
     from loopbreaker.errors import TransientError
-    from loopbreaker.store.base import refresh
-    from loopbreaker.store.firestore import FirestoreStore
+    from loopbreaker.incidents.store.base import refresh
+    from loopbreaker.incidents.store.firestore import FirestoreStore
 
     settings = load_settings({}, runtime=Runtime.LOCAL)
     start = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
@@ -406,9 +406,9 @@ def bench_alert_storm(count: int) -> list[Result]:
     sys.path.insert(0, str(ROOT / "tests"))
     from harness import start_firestore_emulator
 
-    from loopbreaker.alert_webhook import AlertWebhook
-    from loopbreaker.store.base import refresh
-    from loopbreaker.store.firestore import FirestoreStore
+    from loopbreaker.app.alert_webhook import AlertWebhook
+    from loopbreaker.incidents.store.base import refresh
+    from loopbreaker.incidents.store.firestore import FirestoreStore
 
     settings = load_settings({}, runtime=Runtime.LOCAL)
     groups = alert_groups(count)

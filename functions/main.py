@@ -38,15 +38,15 @@ import functions_framework
 from cloudevents.http import CloudEvent
 
 from loopbreaker import logs
-from loopbreaker.bootstrap import (
+from loopbreaker.app.bootstrap import (
     build_alert_webhook,
     build_chat_actions,
     build_remediator,
     build_responder,
 )
-from loopbreaker.envelope import UndecodableMessage, from_cloud_event
+from loopbreaker.app.settings import Runtime, Settings, load_settings
 from loopbreaker.errors import InvalidInput
-from loopbreaker.settings import Runtime, Settings, load_settings
+from loopbreaker.signals.envelope import UndecodableMessage, from_cloud_event
 
 SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
 logs.configure(SETTINGS.log_level)

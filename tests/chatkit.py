@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from loopbreaker import notify, replay
-from loopbreaker.approvals import APPROVE_ACTION
+from loopbreaker.app import replay
+from loopbreaker.app.settings import Settings, load_settings
+from loopbreaker.approval.requests import APPROVE_ACTION
+from loopbreaker.chat import notify
 from loopbreaker.incidents import Incident, State
-from loopbreaker.settings import Settings, load_settings
-from loopbreaker.store.sqlite import SqliteStore
+from loopbreaker.incidents.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = ROOT / "examples" / "telemetry" / "faulty-host"

@@ -15,8 +15,8 @@ from collections.abc import Iterator  # noqa: E402
 import pytest  # noqa: E402
 from fakes import FakeStore  # noqa: E402
 
-from loopbreaker.store.base import IncidentStore  # noqa: E402
-from loopbreaker.store.sqlite import SqliteStore  # noqa: E402
+from loopbreaker.incidents.store.base import IncidentStore  # noqa: E402
+from loopbreaker.incidents.store.sqlite import SqliteStore  # noqa: E402
 
 # Real-service fixtures (prometheus_factory, alertmanager_factory, pubsub_emulator,
 # firestore_emulator, function_server_factory) live in harness/fixtures.py.

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from loopbreaker import incidents
-from loopbreaker.evidence import QueryBudget
+from loopbreaker.chat.notify import Notification
+from loopbreaker.diagnosis.evidence import QueryBudget
+from loopbreaker.diagnosis.readers import HostLookupResult, LogReadResult
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
+from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.model import (
     Context,
     Evidence,
@@ -25,9 +28,6 @@ from loopbreaker.model import (
     Series,
     Signal,
 )
-from loopbreaker.notify import Notification
-from loopbreaker.readers import HostLookupResult, LogReadResult
-from loopbreaker.store.base import HOUR, Change, IngestResult, UpdateResult
 
 
 class FakeClock:
@@ -238,7 +238,7 @@ class FakeEvidence:
         return self.evidence
 
 
-# --- Telemetry readers (loopbreaker.readers ports), for tests of loopbreaker.sources ---------
+# --- Telemetry readers (diagnosis.readers ports), for tests of diagnosis.readers.sources ---
 
 
 class FakeMetricsReader:

@@ -25,13 +25,13 @@ from fakeservers.kube import write_kubeconfig
 from fakeservers.support import SupportServer
 from google.auth.credentials import AnonymousCredentials
 
-from loopbreaker.bootstrap import build_actuators, build_chat_actions, build_remediator
+from loopbreaker.app.bootstrap import build_actuators, build_chat_actions, build_remediator
+from loopbreaker.app.remediation_executor import Remediator
+from loopbreaker.app.settings import Settings
+from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.incidents import Incident
-from loopbreaker.readers.google_auth import GoogleCredentials
-from loopbreaker.remediate import Remediator
-from loopbreaker.remediation import RemediationPolicy
-from loopbreaker.settings import Settings
-from loopbreaker.store.sqlite import SqliteStore
+from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.remediation.rules import RemediationPolicy
 
 NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
 PROJECT = "customer-ai-project-123"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loopbreaker.app.settings import markdown_table
 from loopbreaker.model import RemediationPath, RootCause, SignalKind
-from loopbreaker.settings import markdown_table
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

@@ -274,6 +274,8 @@ class PodInfo:
     #: Kubeflow replica type, lower case (``chief``, ``master``, ``worker``, ``ps``).
     replica_type: str | None = None
     message: str | None = None
+    #: The controller kind its labels name (``jobset``, ``tfjob``...), None when unknown.
+    workload_kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import requests
 
-from loopbreaker.lql import LqlSyntaxError, check
+from loopbreaker.diagnosis.lql import LqlSyntaxError, check
 
 from .base import FakeServer, Request, Response
 from .lqleval import matches

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from loopbreaker import lql
+from loopbreaker.diagnosis import lql
 from loopbreaker.errors import InvalidContext
 from loopbreaker.timeutil import parse_rfc3339
 

@@ -1,0 +1,1 @@
+"""Chat: the platform-neutral notification, Block Kit and card rendering, the clients."""

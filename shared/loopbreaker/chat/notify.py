@@ -1,0 +1,376 @@
+"""Notifications: one message per incident, replaced in place as the incident changes.
+
+:func:`render` turns an incident into a platform-neutral :class:`Notification` (pure);
+a :class:`Notifier` posts it keyed by incident id, so a second post *replaces* the first.
+Shipped here: :class:`LogNotifier` (a structured log line; also the dry-run choice) and
+:class:`FileNotifier` (one JSON file per incident, used by tests); the Slack and Google
+Chat notifiers (:mod:`loopbreaker.chat.clients`) implement the same one-method port and
+lay the message out with :mod:`loopbreaker.chat.render`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from loopbreaker.approval.requests import ActionRequest, sign_token
+from loopbreaker.errors import TransientError
+from loopbreaker.incidents import Incident, State
+from loopbreaker.logs import event, get_logger
+from loopbreaker.timeutil import format_rfc3339
+
+_SEVERITY = {
+    State.OPEN: "INFO",
+    State.DIAGNOSED: "WARNING",
+    State.AWAITING_APPROVAL: "WARNING",
+    State.APPROVED: "WARNING",
+    State.REMEDIATING: "WARNING",
+    State.REJECTED: "INFO",
+    State.EXPIRED: "INFO",
+    State.REMEDIATED: "INFO",
+    State.FAILED: "ERROR",
+}
+
+
+@dataclass(frozen=True)
+class ApprovalPrompt:
+    """The Approve / Reject buttons of an incident awaiting approval."""
+
+    token: str
+    request_id: str
+    node: str
+    instance: str
+    instance_id: str
+    zone: str
+    project: str
+    physical_host: str
+    expires_at: str
+
+
+@dataclass(frozen=True)
+class Notification:
+    """What a reader sees of an incident, platform-neutral; renderers lay it out."""
+
+    incident_id: str
+    title: str
+    text: str
+    severity: str
+    state: str
+    fields: Mapping[str, str] = field(default_factory=dict)
+    #: ``root_cause -> remediation_path`` once diagnosed.
+    verdict: str = ""
+    summary: str = ""
+    #: (label, value) pairs: cluster, workload, restart increase, interruptions, ...
+    facts: tuple[tuple[str, str], ...] = ()
+    #: The host/node table: one row per suspect host.
+    hosts: tuple[Mapping[str, str], ...] = ()
+    excerpts: tuple[str, ...] = ()
+    queries: tuple[str, ...] = ()
+    ticket: Mapping[str, Any] | None = None
+    recommendations: tuple[str, ...] = ()
+    approval: ApprovalPrompt | None = None
+    #: Why there are no buttons, or what was decided.
+    approval_note: str | None = None
+    #: The remediation's steps so far ("cordon: done: cordoned"), or its dry-run plan.
+    remediation: tuple[str, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes exactly when what a reader sees changes."""
+        body = json.dumps(asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "fields": dict(self.fields), "fingerprint": self.fingerprint}
+
+
+class Notifier(Protocol):
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
+        """Create the incident's message, or replace the one at ``where``.
+
+        Returns where the message lives now (stored on the incident for the next post),
+        or None when there is nothing to remember. TransientError if it could not post.
+        """
+        ...
+
+
+#: Shown in messages: how many queries, excerpts and host rows at most.
+MAX_QUERIES = 4
+MAX_EXCERPTS = 5
+MAX_HOST_ROWS = 5
+
+
+def render(
+    incident: Incident, *, signing_key: bytes | None = None, approvals_off: str | None = None
+) -> Notification:
+    """The message for an incident in its current state (pure).
+
+    With ``signing_key``, an open approval request becomes signed Approve / Reject
+    buttons; without one (``approvals_off`` says why) the message says approvals are off.
+    """
+    key = incident.key
+    where = f"{key.scope.value.replace('_', ' ')} {key.name}"
+    cluster = incident.cluster or "unknown cluster"
+    counts = ", ".join(f"{n} {kind}" for kind, n in sorted(incident.counts.items()))
+    diagnosis = incident.diagnosis
+    cause = diagnosis.root_cause if diagnosis else "not diagnosed yet"
+    lines = [
+        f"{incident.signal_count} signals ({counts}) between "
+        f"{format_rfc3339(incident.first_event)} and {format_rfc3339(incident.last_event)}.",
+    ]
+    if incident.nodes:
+        lines.append(f"Nodes: {_short(incident.nodes)}.")
+    fields = {
+        "incident": incident.id,
+        "state": incident.state.value,
+        "cluster": cluster,
+        "key": str(key),
+        "signals": str(incident.signal_count),
+    }
+    facts: list[tuple[str, str]] = [("Cluster", cluster)]
+    if incident.workloads:
+        facts.append(("Workload", _short(incident.workloads, 3)))
+    elif incident.node_pools:
+        facts.append(("Node pool", _short(incident.node_pools, 3)))
+    facts.append(("Signals", f"{incident.signal_count} ({counts})" if counts else "0"))
+    document: Mapping[str, Any] = diagnosis.document if diagnosis else {}
+    increase = document.get("restart_increase")
+    if isinstance(increase, int | float):
+        total = document.get("restart_total")
+        lifetime = f" (lifetime {total:g})" if isinstance(total, int | float) else ""
+        facts.append(("Restarts in window", f"+{increase:g}{lifetime}"))
+    interruptions = {k: n for k, n in incident.counts.items() if k in _INTERRUPTIONS}
+    if interruptions:
+        facts.append(
+            ("Interruptions", ", ".join(f"{n} {k}" for k, n in sorted(interruptions.items())))
+        )
+    if diagnosis:
+        lines.append(diagnosis.summary)
+        lines.append(f"Remediation: {diagnosis.remediation_path}.")
+        fields["root_cause"] = diagnosis.root_cause
+        fields["remediation_path"] = diagnosis.remediation_path
+        if diagnosis.suspect_hosts:
+            fields["suspect_hosts"] = ", ".join(diagnosis.suspect_hosts)
+        if diagnosis.ticket_draft:
+            lines.append(f"Support ticket draft: {diagnosis.ticket_draft.get('title')}.")
+    prompt, note = _approval(incident, signing_key, approvals_off)
+    if incident.state is State.AWAITING_APPROVAL and incident.expires_at:
+        lines.append(f"Needs approval before {format_rfc3339(incident.expires_at)}.")
+    if incident.state is State.EXPIRED:
+        lines.append("The approval request expired; nothing was changed.")
+    if note:
+        lines.append(note)
+    return Notification(
+        incident_id=incident.id,
+        title=f"[{incident.state.value}] {cause}: {where} in {cluster}",
+        text="\n".join(lines),
+        severity=_SEVERITY[incident.state],
+        state=incident.state.value,
+        fields=fields,
+        verdict=f"{diagnosis.root_cause} -> {diagnosis.remediation_path}" if diagnosis else "",
+        summary=diagnosis.summary if diagnosis else "",
+        facts=tuple(facts),
+        hosts=_host_rows(document),
+        excerpts=_excerpts(document),
+        queries=_queries(document),
+        ticket=_ticket(diagnosis.ticket_draft) if diagnosis and diagnosis.ticket_draft else None,
+        recommendations=_recommendations(document),
+        approval=prompt,
+        approval_note=note,
+        remediation=_progress(incident),
+    )
+
+
+def _progress(incident: Incident) -> tuple[str, ...]:
+    record = incident.remediation
+    if record is None:
+        return ()
+    head = "Dry run (nothing was changed):" if record.dry_run else "Remediation:"
+    lines = [head]
+    for step in record.steps:
+        lines.append(f"{step.step.value}: {step.outcome.value}: {step.detail}")
+        lines += [f"  {call}" for call in step.calls if record.dry_run]
+    cordoned = any(s.step.value == "cordon" and s.outcome.value == "done" for s in record.steps)
+    if incident.state is State.FAILED and cordoned:
+        target = incident.approval.target.node if incident.approval else "the node"
+        lines.append(f"{target} stays cordoned; uncordon it once it is safe.")
+    if record.support_case:
+        lines.append(f"Support case: {record.support_case}")
+    return tuple(lines)
+
+
+_INTERRUPTIONS = frozenset(
+    {"preemption", "maintenance", "termination", "host_error", "automatic_restart"}
+)
+
+
+def _approval(
+    incident: Incident, signing_key: bytes | None, approvals_off: str | None
+) -> tuple[ApprovalPrompt | None, str | None]:
+    decided = incident.approval
+    if decided is not None:
+        who = decided.actor_name or decided.actor
+        text = (
+            f"{decided.decision.value.capitalize()} by {who} via {decided.platform.value} at "
+            f"{format_rfc3339(decided.at)}."
+        )
+        if decided.decision.value == "approved":
+            text += (
+                " Remediation request published."
+                if decided.published_at
+                else " Remediation request not published yet (retried every minute)."
+            )
+        return None, text
+    if incident.state is not State.AWAITING_APPROVAL:
+        return None, None
+    request = incident.approval_request
+    if request is None:
+        reason = (incident.diagnosis.target_reason if incident.diagnosis else None) or (
+            approvals_off
+        )
+        return None, f"Approvals are off for this incident: {reason or 'no target to approve'}."
+    if signing_key is None:
+        return None, f"Approvals are off: {approvals_off or 'no signing key is configured'}."
+    token = sign_token(ActionRequest.of(incident.id, request), signing_key)
+    t = request.target
+    prompt = ApprovalPrompt(
+        token=token,
+        request_id=request.id,
+        node=t.node,
+        instance=t.instance,
+        instance_id=t.instance_id,
+        zone=t.zone,
+        project=t.project,
+        physical_host=t.physical_host,
+        expires_at=format_rfc3339(request.expires_at),
+    )
+    return prompt, None
+
+
+def _host_rows(document: Mapping[str, Any]) -> tuple[Mapping[str, str], ...]:
+    rows = []
+    for suspect in _dicts(document.get("suspect_hosts"))[:MAX_HOST_ROWS]:
+        rows.append(
+            {
+                "host": str(suspect.get("host", "")),
+                "nodes": ", ".join(str(n) for n in suspect.get("nodes") or ()),
+                "failures": str(suspect.get("failures", "")),
+                "zone": str(suspect.get("zone") or ""),
+                "last_failure": str(suspect.get("last_failure") or ""),
+            }
+        )
+    return tuple(rows)
+
+
+def _excerpts(document: Mapping[str, Any]) -> tuple[str, ...]:
+    ticket = document.get("ticket_draft")
+    if isinstance(ticket, Mapping) and ticket.get("excerpts"):
+        return tuple(str(e) for e in ticket["excerpts"][:MAX_EXCERPTS])
+    found = [str(f.get("message")) for f in _dicts(document.get("evidence")) if f.get("supports")]
+    return tuple(found[:MAX_EXCERPTS])
+
+
+def _queries(document: Mapping[str, Any]) -> tuple[str, ...]:
+    texts: list[str] = []
+    for step in _dicts(document.get("steps")):
+        for query in _dicts(step.get("queries")):
+            if not query.get("deprecated") and isinstance(query.get("text"), str):
+                texts.append(f"{query.get('language', '')}: {query['text']}")
+    return tuple(texts[:MAX_QUERIES])
+
+
+def _recommendations(document: Mapping[str, Any]) -> tuple[str, ...]:
+    remediation = document.get("remediation")
+    if not isinstance(remediation, Mapping):
+        return ()
+    return tuple(str(a) for a in remediation.get("actions") or ())
+
+
+def _ticket(draft: Mapping[str, Any]) -> Mapping[str, Any]:
+    return {
+        "title": str(draft.get("title", "")),
+        "summary": str(draft.get("summary", "")),
+        "physical_host": str(draft.get("physical_host", "")),
+        "requested_action": str(draft.get("requested_action", "")),
+    }
+
+
+def _dicts(value: object) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _short(names: tuple[str, ...], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
+class LogNotifier:
+    """Posts a notification as one structured log line (console, dry run)."""
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._logger = logger or get_logger("notify")
+
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
+        event(
+            self._logger,
+            logging.INFO,
+            notification.title,
+            labels={"incident_id": notification.incident_id},
+            event="notification",
+            text=notification.text,
+            notification_severity=notification.severity,
+            fingerprint=notification.fingerprint,
+            approval_note=notification.approval_note,
+            approval_request=notification.approval.request_id if notification.approval else None,
+        )
+        return None
+
+
+class FileNotifier:
+    """``DIR/<incident_id>.json`` holds the current message; ``DIR/posts.jsonl`` every post.
+
+    Replacing is an atomic rename, so concurrent workers never leave a torn message.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def post(
+        self, notification: Notification, where: Mapping[str, str] | None = None
+    ) -> Mapping[str, str] | None:
+        body = json.dumps(notification.to_dict(), indent=2, sort_keys=True)
+        line = json.dumps(
+            {"incident_id": notification.incident_id, "fingerprint": notification.fingerprint}
+        )
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(body)
+            os.replace(tmp, self.directory / f"{notification.incident_id}.json")
+            # O_APPEND writes of one short line do not interleave between processes.
+            with open(self.directory / "posts.jsonl", "a", encoding="utf-8") as log:
+                log.write(line + "\n")
+        except OSError as exc:
+            raise TransientError(
+                f"cannot write the message of {notification.incident_id}: {exc}"
+            ) from exc
+        return None
+
+    def messages(self) -> dict[str, dict[str, Any]]:
+        """The current message of every incident."""
+        out: dict[str, dict[str, Any]] = {}
+        for path in sorted(self.directory.glob("inc-*.json")):
+            out[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+        return out

@@ -1,0 +1,1 @@
+"""The ``loopbreaker`` command line: :mod:`.main` parses, one module per subcommand."""

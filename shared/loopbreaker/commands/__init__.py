@@ -1,1 +1,0 @@
-"""Subcommands of the ``loopbreaker`` CLI; each module exposes ``register(subparsers)``."""

@@ -1,0 +1,295 @@
+"""The four-step decision engine of the JobSet restart-loop workflow (pure, stdlib only).
+
+Each step lives in :mod:`loopbreaker.diagnosis.steps`; this module runs them and decides.
+
+Step 1 decides whether there is a restart loop at all; steps 2-4 collect findings for
+every cause; the first rule that matches, in the workflow's order, names the root cause:
+spot_preemption, maintenance, faulty_host, host_error, capacity, application, unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from loopbreaker.diagnosis import ticket
+from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
+from loopbreaker.diagnosis.scope import scope
+from loopbreaker.diagnosis.steps.common import (
+    COORDINATOR,
+    DEFAULT_THRESHOLDS,
+    Notes,
+    Thresholds,
+    in_scope,
+    unique,
+)
+from loopbreaker.diagnosis.steps.hosts import step3
+from loopbreaker.diagnosis.steps.interruptions import Interruptions, step2
+from loopbreaker.diagnosis.steps.pods import MAINTENANCE_POLICY, step4
+from loopbreaker.diagnosis.steps.restarts import Restarts, step1
+from loopbreaker.model import (
+    Context,
+    Diagnosis,
+    Evidence,
+    EvidenceKind,
+    Query,
+    Remediation,
+    RemediationPath,
+    Risk,
+    RootCause,
+    StepReport,
+    StepStatus,
+    SuspectHost,
+)
+
+_STEP_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {
+    1: (EvidenceKind.RESTARTS,),
+    2: (EvidenceKind.INTERRUPTIONS, EvidenceKind.LOGS),
+    3: (EvidenceKind.NODE_CONDITIONS, EvidenceKind.LOGS, EvidenceKind.NODES),
+    4: (EvidenceKind.POD_PHASES, EvidenceKind.UNSCHEDULABLE, EvidenceKind.PODS, EvidenceKind.LOGS),
+}
+
+
+def diagnose(
+    context: Context, evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> Diagnosis:
+    """Run the four steps over the evidence and decide the root cause."""
+    notes = Notes()
+    evidence = scope(context, evidence)
+    signals = [s for s in unique(evidence.signals or ()) if in_scope(s, context, evidence)]
+    if evidence.rejected_entries:
+        where, why = evidence.rejected_entries[0]
+        notes.add(
+            4,
+            f"{len(evidence.rejected_entries)} log entr(y/ies) skipped as unreadable, "
+            f"first {where}: {why}",
+        )
+    restarts = step1(context, evidence, signals, notes)
+    all_queries = queries_for(context)
+    missing = _missing(evidence) + tuple(notes.missing)
+
+    if restarts.loop is False:
+        steps = (
+            _report(1, evidence, notes, all_queries),
+            *(_skipped(n) for n in (2, 3, 4)),
+        )
+        return Diagnosis(
+            context=context,
+            restart_loop=False,
+            restart_increase=restarts.increase,
+            restart_total=restarts.total,
+            root_cause=RootCause.NO_RESTART_LOOP,
+            remediation=_remediation(RootCause.NO_RESTART_LOOP, (), context),
+            suspect_hosts=(),
+            steps=steps,
+            evidence=tuple(notes.by_step[1]),
+            ticket_draft=None,
+            missing_evidence=tuple(m for m in missing if m.startswith(EvidenceKind.RESTARTS)),
+            summary=f"No restart loop: {context.workload} did not restart inside the window.",
+            queries_run=_run_count(steps),
+        )
+
+    interruptions = step2(context, evidence, signals, notes)
+    hosts = step3(context, evidence, signals, interruptions, thresholds, notes)
+    pods = step4(context, evidence, signals, thresholds, notes)
+
+    if interruptions.preemptions:
+        cause = RootCause.SPOT_PREEMPTION
+    elif interruptions.maintenance:
+        cause = RootCause.MAINTENANCE
+    elif hosts.suspects:
+        cause = RootCause.FAULTY_HOST
+    elif hosts.single:
+        cause = RootCause.HOST_ERROR
+    elif pods.capacity:
+        cause = RootCause.CAPACITY
+    elif pods.application:
+        cause = RootCause.APPLICATION
+    else:
+        cause = RootCause.UNKNOWN
+
+    if cause is RootCause.HOST_ERROR:
+        suspects = hosts.single
+    elif cause is RootCause.FAULTY_HOST:
+        suspects = hosts.suspects + hosts.single
+    else:
+        suspects = hosts.suspects
+    steps = tuple(_report(n, evidence, notes, all_queries) for n in (1, 2, 3, 4))
+    findings = tuple(f for n in (1, 2, 3, 4) for f in notes.by_step[n])
+    draft = None
+    if cause is RootCause.FAULTY_HOST:
+        draft = ticket.draft(context, hosts.suspects[0], restarts.increase, restarts.total, steps)
+    return Diagnosis(
+        context=context,
+        restart_loop=restarts.loop,
+        restart_increase=restarts.increase,
+        restart_total=restarts.total,
+        root_cause=cause,
+        remediation=_remediation(cause, suspects, context),
+        suspect_hosts=suspects,
+        steps=steps,
+        evidence=findings,
+        ticket_draft=draft,
+        missing_evidence=missing,
+        summary=_summary(cause, context, restarts, suspects, interruptions),
+        queries_run=_run_count(steps),
+    )
+
+
+def _missing(ev: Evidence) -> tuple[str, ...]:
+    """Unavailable evidence, and evidence only partly read (a reader's "partial: ..." note)."""
+    return tuple(
+        f"{kind.value}: {status.reason or 'unavailable'} ({status.source})"
+        for kind, status in sorted(ev.sources.items())
+        if not status.available or (status.reason or "").startswith("partial")
+    )
+
+
+def _report(number: int, ev: Evidence, notes: Notes, queries: Sequence[Query]) -> StepReport:
+    kinds = _STEP_SOURCES[number]
+    statuses = [ev.sources.get(k) for k in kinds]
+    available = [s for s in statuses if s is not None and s.available]
+    unavailable = [s for s in statuses if s is not None and not s.available]
+    status = StepStatus.DONE if available or not statuses else StepStatus.UNAVAILABLE
+    if not any(s is not None for s in statuses):
+        status = StepStatus.UNAVAILABLE
+    reason = "; ".join(f"{s.source}: {s.reason}" for s in unavailable) or None
+    return StepReport(
+        number=number,
+        title=STEP_TITLES[number],
+        status=status,
+        findings=tuple(notes.by_step[number]),
+        queries=tuple(q for q in queries if q.step == number),
+        sources=tuple(sorted({s.source for s in available})),
+        reason=reason,
+    )
+
+
+def _skipped(number: int) -> StepReport:
+    return StepReport(
+        number=number,
+        title=STEP_TITLES[number],
+        status=StepStatus.SKIPPED,
+        findings=(),
+        queries=(),
+        reason="no restart loop: nothing further to query",
+    )
+
+
+def _run_count(steps: Iterable[StepReport]) -> int:
+    return sum(
+        1
+        for step in steps
+        if step.status is StepStatus.DONE
+        for q in step.queries
+        if not q.deprecated
+    )
+
+
+def _remediation(cause: RootCause, suspects: Sequence[SuspectHost], ctx: Context) -> Remediation:
+    target = suspects[0] if suspects else None
+    if cause is RootCause.NO_RESTART_LOOP:
+        return Remediation(RemediationPath.NONE, Risk.NONE, False, ("No action needed.",))
+    if cause is RootCause.SPOT_PREEMPTION:
+        return Remediation(
+            RemediationPath.AVOID_PREEMPTION,
+            Risk.LOW,
+            False,
+            (
+                "Run long training on reserved or on-demand capacity instead of Spot VMs.",
+                "Use a compact placement policy to cut defragmentation interruptions.",
+                "Checkpoint more often so each preemption loses less work.",
+                "Do not cordon nodes or quarantine hosts for preemptions.",
+            ),
+        )
+    if cause is RootCause.MAINTENANCE:
+        return Remediation(
+            RemediationPath.PLAN_MAINTENANCE,
+            Risk.LOW,
+            False,
+            (
+                "Set maintenance windows and exclusions on the cluster for the training period.",
+                MAINTENANCE_POLICY[ctx.workload_kind.kubeflow],
+                "Watch the cloud.google.com/scheduled-maintenance-time node label and "
+                "checkpoint before it.",
+            ),
+        )
+    if cause is RootCause.FAULTY_HOST and target is not None:
+        nodes = ", ".join(target.nodes)
+        zone = target.zone or "ZONE"
+        instances = ", ".join(f"zones/{zone}/instances/{i}" for i in target.instances)
+        return Remediation(
+            RemediationPath.ISOLATE_HOST,
+            Risk.HIGH,
+            True,
+            (
+                f"After human approval: cordon node(s) {nodes}.",
+                f"Drain node(s) {nodes} through the Eviction API, respecting PodDisruptionBudgets.",
+                f"Delete the GCE VM(s) {instances} so the managed instance group recreates "
+                "them on healthy hardware (never shrink the group).",
+                f"Open a Google Cloud support case naming physical host {target.host} "
+                "(draft attached).",
+            ),
+        )
+    if cause is RootCause.HOST_ERROR and target is not None:
+        return Remediation(
+            RemediationPath.WATCH_HOST,
+            Risk.LOW,
+            False,
+            (
+                f"Watch host {target.host} ({', '.join(target.nodes)}): one more failure makes "
+                "it a faulty host.",
+                "No destructive action for a single failure; GKE auto-repair handles the node.",
+            ),
+        )
+    if cause is RootCause.CAPACITY:
+        return Remediation(
+            RemediationPath.ADD_CAPACITY,
+            Risk.LOW,
+            False,
+            (
+                "Check quota and reservations for the accelerator the pods request.",
+                "Scale the node pool or enable node auto-provisioning.",
+                "Review placement, topology and affinity constraints of the pods.",
+            ),
+        )
+    return Remediation(
+        RemediationPath.INSPECT_APPLICATION,
+        Risk.LOW,
+        False,
+        (
+            f"Read the coordinator's logs ({COORDINATOR[ctx.workload_kind.kubeflow]}) and "
+            "the tracebacks of the first failing worker.",
+            "For NCCL timeouts: rerun with NCCL_DEBUG=INFO and check collective sizes, "
+            "timeouts and the network between slices.",
+            "No node action: the infrastructure shows no cause.",
+        ),
+    )
+
+
+def _summary(
+    cause: RootCause,
+    ctx: Context,
+    restarts: Restarts,
+    suspects: Sequence[SuspectHost],
+    interruptions: Interruptions,
+) -> str:
+    if restarts.loop and restarts.increase is not None:
+        head = f"{ctx.workload} restarted {restarts.increase:g} time(s) inside the window"
+    elif restarts.loop:
+        head = f"{ctx.workload} is restarting"
+    elif ctx.workload:
+        head = f"Restart data for {ctx.workload} is unavailable"
+    else:  # an incident keyed on a node pool or host names no workload
+        head = f"In {ctx.cluster or 'a cluster not yet named by any entry'}"
+    tail = {
+        RootCause.SPOT_PREEMPTION: f"{interruptions.preemptions} Spot preemption(s) explain it.",
+        RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it.",
+        RootCause.CAPACITY: "pods cannot be scheduled: capacity is missing.",
+        RootCause.APPLICATION: "the application itself fails (NCCL / collective / worker crash).",
+        RootCause.UNKNOWN: "no infrastructure cause found; inspect the application.",
+    }.get(cause, "")
+    if cause is RootCause.FAULTY_HOST:
+        tail = f"physical host {suspects[0].host} failed {suspects[0].failures} times."
+    elif cause is RootCause.HOST_ERROR:
+        tail = f"host {suspects[0].host} failed once."
+    return f"{head}; {tail}"

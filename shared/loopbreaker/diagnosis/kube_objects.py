@@ -1,0 +1,198 @@
+"""Read Kubernetes Node, Pod and Kubeflow job objects (API JSON, as ``kubectl get -o json``
+prints them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from loopbreaker.model import (
+    KUBEFLOW_CHIEF_TYPES,
+    NodeInfo,
+    PodInfo,
+    Signal,
+    SignalKind,
+    WorkloadKind,
+)
+from loopbreaker.signals.classify import kubeflow_kind
+from loopbreaker.timeutil import parse_rfc3339
+
+HOST_LABEL = "cloud.google.com/gce-topology-host"
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+SPOT_LABELS = ("cloud.google.com/gke-spot", "cloud.google.com/gke-preemptible")
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+#: GKE annotates every node with its VM's numeric id.
+INSTANCE_ID_ANNOTATION = "container.googleapis.com/instance_id"
+
+_PROVIDER_ID = re.compile(r"^gce://(?P<project>[^/]+)/(?P<zone>[^/]+)/(?P<instance>[^/]+)$")
+_POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
+
+
+def items_of(document: object) -> list[Mapping[str, Any]]:
+    """Accept a ``List`` (kubectl -o json), a bare array, or a single object."""
+    if isinstance(document, Mapping):
+        items = document.get("items")
+        if isinstance(items, list):
+            return [i for i in items if isinstance(i, Mapping)]
+        return [document] if "metadata" in document else []
+    if isinstance(document, list):
+        return [i for i in document if isinstance(i, Mapping)]
+    return []
+
+
+def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
+    meta = _map(obj.get("metadata"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    labels = _labels(meta)
+    spec = _map(obj.get("spec"))
+    provider = spec.get("providerID")
+    project = zone = instance = None
+    if isinstance(provider, str):
+        match = _PROVIDER_ID.match(provider)
+        if match:
+            project, zone, instance = match["project"], match["zone"], match["instance"]
+    zone = zone or next((labels[k] for k in ZONE_LABELS if k in labels), None)
+    return NodeInfo(
+        name=name,
+        node_pool=labels.get(POOL_LABEL),
+        physical_host=labels.get(HOST_LABEL) or None,
+        zone=zone,
+        instance=instance or name,
+        project=project,
+        ready=_ready(_map(obj.get("status"))),
+        spot=any(labels.get(k) == "true" for k in SPOT_LABELS),
+        instance_id=_instance_id(meta),
+    )
+
+
+def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
+    meta = _map(obj.get("metadata"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    labels = _labels(meta)
+    spec = _map(obj.get("spec"))
+    status = _map(obj.get("status"))
+    workload = labels.get(JOBSET_LABEL) or labels.get(KUBEFLOW_JOB_LABEL)
+    unschedulable = False
+    message = None
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if not isinstance(cond, Mapping):
+            continue
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            unschedulable = cond.get("reason") == "Unschedulable"
+            msg = cond.get("message")
+            message = msg if isinstance(msg, str) else None
+    phase = status.get("phase")
+    node = spec.get("nodeName")
+    namespace = meta.get("namespace")
+    return PodInfo(
+        name=name,
+        namespace=namespace if isinstance(namespace, str) else None,
+        phase=phase if isinstance(phase, str) else None,
+        node=node if isinstance(node, str) else None,
+        workload=workload,
+        coordinator=_coordinator(name, labels),
+        unschedulable=unschedulable,
+        message=message,
+        replica_type=(labels.get("training.kubeflow.org/replica-type") or "").lower() or None,
+        workload_kind=_pod_kind(labels),
+    )
+
+
+def _pod_kind(labels: Mapping[str, str]) -> str | None:
+    if labels.get(JOBSET_LABEL):
+        return WorkloadKind.JOBSET.value
+    if labels.get(KUBEFLOW_JOB_LABEL):
+        kind = kubeflow_kind(
+            labels.get("training.kubeflow.org/operator-name"),
+            labels.get("training.kubeflow.org/replica-type"),
+        )
+        return kind.value if kind else None
+    return None
+
+
+def _coordinator(name: str, labels: Mapping[str, str]) -> bool | None:
+    job_index = labels.get("jobset.sigs.k8s.io/job-index")
+    pod_index = labels.get("batch.kubernetes.io/job-completion-index")
+    if job_index is not None and pod_index is not None:
+        return job_index == "0" and pod_index == "0"
+    replica_type = labels.get("training.kubeflow.org/replica-type")
+    if replica_type is not None:
+        index = labels.get("training.kubeflow.org/replica-index")
+        return replica_type.lower() in KUBEFLOW_CHIEF_TYPES or (
+            replica_type.lower() == "worker" and index == "0"
+        )
+    match = _POD_NAME.match(name)
+    if match and labels.get(JOBSET_LABEL):
+        return match["job"] == "0" and match["pod"] == "0"
+    return None
+
+
+def _ready(status: Mapping[str, Any]) -> bool | None:
+    conditions = status.get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return None
+
+
+def _instance_id(meta: Mapping[str, Any]) -> str | None:
+    value = _map(meta.get("annotations")).get(INSTANCE_ID_ANNOTATION)
+    return value if isinstance(value, str) and value.isdigit() else None
+
+
+def _labels(meta: Mapping[str, Any]) -> dict[str, str]:
+    labels = meta.get("labels")
+    if not isinstance(labels, Mapping):
+        return {}
+    return {str(k): v for k, v in labels.items() if isinstance(v, str)}
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def job_restart(obj: Mapping[str, Any]) -> Signal | None:
+    """The latest restart of a TFJob / PyTorchJob, from its ``Restarting`` condition.
+
+    The operator keeps one condition per type, so a job object tells only when it last
+    started restarting (``lastTransitionTime``); its Events tell every restart. Both at once
+    are one restart (the engine merges reports seconds apart)."""
+    kind = WorkloadKind.from_api_kind(obj.get("kind") if isinstance(obj.get("kind"), str) else None)
+    meta = _map(obj.get("metadata"))
+    name = meta.get("name")
+    if kind is None or not kind.kubeflow or not isinstance(name, str):
+        return None
+    conditions = _map(obj.get("status")).get("conditions")
+    for cond in conditions if isinstance(conditions, list) else []:
+        if not isinstance(cond, Mapping) or cond.get("type") != "Restarting":
+            continue
+        stamp = cond.get("lastTransitionTime") or cond.get("lastUpdateTime")
+        if not isinstance(stamp, str):
+            return None
+        try:
+            at = parse_rfc3339(stamp, what=f"{kind.api_kind} {name} Restarting condition")
+        except ValueError:
+            return None
+        reason = cond.get("reason")
+        message = cond.get("message")
+        namespace = meta.get("namespace")
+        return Signal(
+            kind=SignalKind.JOB_RESTARTING,
+            timestamp=at,
+            severity="WARNING",
+            namespace=namespace if isinstance(namespace, str) else None,
+            workload=name,
+            workload_kind=kind.value,
+            reason=reason if isinstance(reason, str) else "JobRestarting",
+            excerpt=(message if isinstance(message, str) else "Restarting")[:300],
+            resource_type=f"kubeflow.org/{kind.api_kind}",
+        )
+    return None

@@ -1,0 +1,448 @@
+"""Every query of the workflow, as templates filled from a diagnosis context.
+
+PromQL and LQL are what loopbreaker runs. MQL is kept for traceability and for users who
+still have MQL dashboards; Google ended MQL support on 2025-07-22, so those entries are
+marked deprecated and never executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage, WorkloadKind
+from loopbreaker.signals.classify import AUDIT_METHODS, NODE_FAULT_PHRASES
+
+_PLACEHOLDER = re.compile(
+    r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
+    r"issue_time|start_time|end_time)\}"
+)
+
+P, L, M = QueryLanguage.PROMQL, QueryLanguage.LQL, QueryLanguage.MQL
+
+STEP_TITLES: Mapping[int, str] = {
+    1: "Workload restarts",
+    2: "Node-pool interruptions",
+    3: "Nodes and host VMs",
+    4: "Pods and workers",
+}
+
+#: Raw range-vector selectors the readers run; the engine computes deltas from raw samples,
+#: so a live Prometheus and a metrics.om file give the same answer.
+RAW_SELECTORS: Mapping[EvidenceKind, str] = {
+    EvidenceKind.RESTARTS: (
+        'kube_jobset_restarts{cluster="{cluster_name}", jobset_name="{workload_name}"}'
+    ),
+    EvidenceKind.INTERRUPTIONS: (
+        'kubernetes_io:node_pool_interruption_count{cluster_name="{cluster_name}"}'
+    ),
+    EvidenceKind.NODE_CONDITIONS: (
+        'kubernetes_io:node_status_condition{cluster_name="{cluster_name}", condition="Ready"}'
+    ),
+    EvidenceKind.POD_PHASES: (
+        'kube_pod_status_phase{cluster="{cluster_name}", pod=~"{workload_name}.*"}'
+    ),
+    EvidenceKind.UNSCHEDULABLE: (
+        'kubernetes_io:pod_status_unschedulable{cluster_name="{cluster_name}", '
+        'pod_name=~"{workload_name}.*"}'
+    ),
+}
+
+#: Kubeflow's operator counts restarts per namespace and framework; it has no job label.
+KUBEFLOW_RESTARTS_METRIC = "training_operator_jobs_restarted_total"
+KUBEFLOW_RESTARTS_SELECTOR = (
+    KUBEFLOW_RESTARTS_METRIC + '{cluster="{cluster_name}", job_namespace="{namespace}", '
+    'framework="{framework}"}'
+)
+_KUBEFLOW_JOB_LABEL = 'labels."k8s-pod/training_kubeflow_org/job-name"'
+_KUBEFLOW_TYPE_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-type"'
+_KUBEFLOW_INDEX_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-index"'
+
+_WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
+
+# Every system-event method the classifier knows (the same list feeds the log sinks).
+_AUDIT_METHOD_TERMS = " OR ".join(f'"{m}"' for m in sorted(AUDIT_METHODS))
+_NODE_FAULT_TERMS = " OR ".join(
+    [
+        f'{field}:"{phrase}"'
+        for field in ("textPayload", "jsonPayload.MESSAGE")
+        for phrase in NODE_FAULT_PHRASES
+    ]
+    + ['jsonPayload.reason="NodeNotReady"']
+)
+
+
+@dataclass(frozen=True)
+class Template:
+    id: str
+    step: int
+    language: QueryLanguage
+    text: str
+    description: str
+    deprecated: bool = False
+    #: The workload kinds the template serves; an id may have one variant per kind.
+    kinds: frozenset[WorkloadKind] = frozenset(WorkloadKind)
+
+    def serves(self, kind: WorkloadKind) -> bool:
+        return kind in self.kinds
+
+    @property
+    def qualified_id(self) -> str:
+        """The id, plus the kinds of a kind-specific variant: ``restarts[kubeflow]``."""
+        if self.kinds == frozenset(WorkloadKind):
+            return self.id
+        label = "kubeflow" if self.kinds == _KUBEFLOW else ",".join(sorted(self.kinds))
+        return f"{self.id}[{label}]"
+
+
+_JOBSET = frozenset({WorkloadKind.JOBSET})
+_KUBEFLOW = frozenset(k for k in WorkloadKind if k.kubeflow)
+
+TEMPLATES: tuple[Template, ...] = (
+    # Step 1
+    Template(
+        "restarts",
+        1,
+        P,
+        'kube_jobset_restarts{jobset_name="{workload_name}", cluster="{cluster_name}"}',
+        "Lifetime restart count of the JobSet (a gauge of status.restarts).",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "restarts_increase",
+        1,
+        P,
+        'max by (jobset_name) (increase(kube_jobset_restarts{cluster="{cluster_name}", '
+        'jobset_name="{workload_name}"}[60m]))',
+        "Restarts inside the 60 minute window (evaluate at end_time).",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "restarts_changes",
+        1,
+        P,
+        'max by (jobset_name) (changes(kube_jobset_restarts{cluster="{cluster_name}", '
+        'jobset_name="{workload_name}"}[60m]))',
+        "How often the restart gauge changed inside the window.",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "restarts_raw",
+        1,
+        P,
+        RAW_SELECTORS[EvidenceKind.RESTARTS] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "restarts_mql",
+        1,
+        M,
+        "fetch prometheus_target\n"
+        "| metric 'prometheus.googleapis.com/kube_jobset_restarts/gauge'\n"
+        "| filter resource.cluster_name == '{cluster_name}' && "
+        "metric.jobset_name == '{workload_name}'\n"
+        "| align next_older(1m)\n| every 1m\n"
+        "| group_by [metric.jobset_name], [val: max(value)]",
+        "Deprecated MQL form of the restart query.",
+        deprecated=True,
+        kinds=_JOBSET,
+    ),
+    # Step 1, Kubeflow training operator (TFJob, PyTorchJob)
+    Template(
+        "restarts",
+        1,
+        P,
+        KUBEFLOW_RESTARTS_SELECTOR,
+        "Restarts counted by the training operator for the namespace and framework (no job "
+        "label: the job's own <Kind>Restarting events attribute them).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restarts_increase",
+        1,
+        P,
+        "sum by (job_namespace, framework) (increase(" + KUBEFLOW_RESTARTS_SELECTOR + "[60m]))",
+        "Operator restarts inside the 60 minute window (evaluate at end_time).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restarts_raw",
+        1,
+        P,
+        KUBEFLOW_RESTARTS_SELECTOR + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "restart_events",
+        1,
+        L,
+        'logName="projects/{project_id}/logs/events"\n'
+        'AND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND jsonPayload.involvedObject.kind="{job_kind}"\n'
+        'AND jsonPayload.involvedObject.name="{workload_name}"\n'
+        'AND jsonPayload.reason=("{job_kind}Restarting" OR "JobRestarting")\n' + _WINDOW_LQL,
+        "The operator's restart events of this job (they name it; the counter does not).",
+        kinds=_KUBEFLOW,
+    ),
+    # Step 2
+    Template(
+        "interruptions",
+        2,
+        P,
+        "sum by (interruption_type, interruption_reason, node_pool_name, cluster_name) (\n"
+        '  avg_over_time(kubernetes_io:node_pool_interruption_count{cluster_name="{cluster_name}"}'
+        "[10m])\n)",
+        "Interruptions by type, reason and node pool (the published query).",
+    ),
+    Template(
+        "interruptions_increase",
+        2,
+        P,
+        "sum by (interruption_type, interruption_reason, node_pool_name) (\n"
+        "  increase(kubernetes_io:node_pool_interruption_count"
+        '{cluster_name="{cluster_name}"}[60m])\n)',
+        "Interruptions counted inside the window (evaluate at end_time).",
+    ),
+    Template(
+        "interruptions_raw",
+        2,
+        P,
+        RAW_SELECTORS[EvidenceKind.INTERRUPTIONS] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "interruptions_mql",
+        2,
+        M,
+        "fetch k8s_node_pool\n| metric 'kubernetes.io/node_pool/interruption_count'\n"
+        "| filter cluster_name == '{cluster_name}'\n| align next_older(10m)\n| every 10m\n"
+        "| group_by [metric.interruption_type, metric.interruption_reason, "
+        "metadata.system.node_pool_name], [val: sum(value)]",
+        "Deprecated MQL form of the interruption query.",
+        deprecated=True,
+    ),
+    Template(
+        "nodepool_logs",
+        2,
+        L,
+        'resource.type="gke_nodepool"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        + _WINDOW_LQL,
+        "Node-pool events: PreemptionEvent, MaintenanceEvent, TerminationEvent.",
+    ),
+    Template(
+        "system_events",
+        2,
+        L,
+        'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Fsystem_event"\n'
+        'AND resource.type="gce_instance"\n'
+        f"AND protoPayload.methodName=({_AUDIT_METHOD_TERMS})\n" + _WINDOW_LQL,
+        "Compute Engine system events for the VMs behind the nodes.",
+    ),
+    # Step 3
+    Template(
+        "nodes_not_ready",
+        3,
+        P,
+        "sum by (status, condition, node_pool_name) (\n"
+        '  kubernetes_io:node_status_condition{cluster_name="{cluster_name}", condition="Ready", '
+        'status="False"}\n)',
+        "Nodes whose Ready condition is False (the published query).",
+    ),
+    Template(
+        "nodes_not_ready_by_node",
+        3,
+        P,
+        "max by (node_name, node_pool_name, status) (\n"
+        '  max_over_time(kubernetes_io:node_status_condition{cluster_name="{cluster_name}", '
+        'condition="Ready", status=~"False|Unknown"}[60m])\n)',
+        "Which nodes were not Ready at any point in the window.",
+    ),
+    Template(
+        "node_conditions_raw",
+        3,
+        P,
+        RAW_SELECTORS[EvidenceKind.NODE_CONDITIONS] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "node_not_ready_mql",
+        3,
+        M,
+        "fetch k8s_node\n| metric 'kubernetes.io/node/status_condition'\n"
+        "| filter cluster_name == '{cluster_name}' && metric.condition == 'Ready' && "
+        "metric.status == 'False'\n| align next_older(1m)\n| every 1m\n"
+        "| group_by [node_name, metadata.user.gke_nodepool], [val: max(value)]",
+        "Deprecated MQL form of the readiness query.",
+        deprecated=True,
+    ),
+    Template(
+        "node_host_mql",
+        3,
+        M,
+        "fetch k8s_node\n| metric 'kubernetes.io/node/cpu/total_cores'\n"
+        "| filter cluster_name == '{cluster_name}'\n| align next_older(1m)\n| every 1m\n"
+        "| group_by [node_name, metadata.user.gce_topology_host, metadata.user.gke_nodepool], "
+        "[val: max(value)]",
+        "Deprecated MQL node to physical host mapping; loopbreaker reads node labels instead.",
+        deprecated=True,
+    ),
+    Template(
+        "node_fault_logs",
+        3,
+        L,
+        'resource.type="k8s_node"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f"AND ({_NODE_FAULT_TERMS})\n" + _WINDOW_LQL,
+        "Host, kernel and hardware faults on the nodes.",
+    ),
+    # Step 4
+    Template(
+        "pod_phases",
+        4,
+        P,
+        "sum by (phase) (\n"
+        '  avg_over_time(kube_pod_status_phase{cluster="{cluster_name}", '
+        'pod=~"{workload_name}.*"}[10m])\n)',
+        "Pod phases of the workload (the published query).",
+    ),
+    Template(
+        "pod_phases_raw",
+        4,
+        P,
+        RAW_SELECTORS[EvidenceKind.POD_PHASES] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "unschedulable",
+        4,
+        P,
+        "max by (pod_name) (\n"
+        '  max_over_time(kubernetes_io:pod_status_unschedulable{cluster_name="{cluster_name}", '
+        'pod_name=~"{workload_name}.*"}[60m])\n)',
+        "Unschedulable pods of the workload (PromQL name by the GMP naming rule).",
+    ),
+    Template(
+        "unschedulable_raw",
+        4,
+        P,
+        RAW_SELECTORS[EvidenceKind.UNSCHEDULABLE] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "pod_phases_mql",
+        4,
+        M,
+        "fetch k8s_pod\n| metric 'kubernetes.io/pod/status/phase'\n"
+        "| filter cluster_name == '{cluster_name}' && pod_name ==~ '{workload_name}.*'\n"
+        "| align next_older(10m)\n| every 10m\n| group_by [metric.phase], [val: count()]",
+        "Deprecated MQL form of the pod phase query.",
+        deprecated=True,
+    ),
+    Template(
+        "unschedulable_mql",
+        4,
+        M,
+        "fetch k8s_pod\n| metric 'kubernetes.io/pod/status/unschedulable'\n"
+        "| filter cluster_name == '{cluster_name}' && pod_name ==~ '{workload_name}.*'\n"
+        "| align next_older(10m)\n| every 10m\n| group_by [pod_name], [val: max(value)]",
+        "Deprecated MQL form of the unschedulable query.",
+        deprecated=True,
+    ),
+    Template(
+        "scheduling_events",
+        4,
+        L,
+        'logName="projects/{project_id}/logs/events"\n'
+        'AND resource.type="k8s_pod"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND jsonPayload.reason=("FailedScheduling" OR "NotTriggerScaleUp")\n'
+        'AND resource.labels.pod_name:"{workload_name}"\n' + _WINDOW_LQL,
+        "Scheduling failures of the workload's pods.",
+    ),
+    Template(
+        "coordinator_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{workload_name}"\n'
+        'AND labels."k8s-pod/jobset_sigs_k8s_io/job-index"="0"\n'
+        'AND labels."k8s-pod/batch_kubernetes_io/job-completion-index"="0"\n' + _WINDOW_LQL,
+        "Logs of worker 0 in slice 0 (the coordinator), read first.",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "worker_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{workload_name}"\n' + _WINDOW_LQL,
+        "Logs of every worker of the JobSet (the published query).",
+        kinds=_JOBSET,
+    ),
+    Template(
+        "coordinator_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f'AND {_KUBEFLOW_JOB_LABEL}="{{workload_name}}"\n'
+        f'AND ({_KUBEFLOW_TYPE_LABEL}=("chief" OR "Chief" OR "master" OR "Master")\n'
+        f'  OR ({_KUBEFLOW_TYPE_LABEL}=("worker" OR "Worker") AND {_KUBEFLOW_INDEX_LABEL}="0"))\n'
+        + _WINDOW_LQL,
+        "Logs of the Chief or Master (the coordinator), and of Worker 0, read first.",
+        kinds=_KUBEFLOW,
+    ),
+    Template(
+        "worker_logs",
+        4,
+        L,
+        'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f'AND {_KUBEFLOW_JOB_LABEL}="{{workload_name}}"\n' + _WINDOW_LQL,
+        "Logs of every replica of the job.",
+        kinds=_KUBEFLOW,
+    ),
+)
+
+
+def fill(text: str, values: Mapping[str, str | None]) -> str:
+    """Replace known placeholders; an unknown value keeps its ``{placeholder}``."""
+
+    def sub(match: re.Match[str]) -> str:
+        value = values.get(match.group(1))
+        return match.group(0) if value is None or value == "" else value
+
+    return _PLACEHOLDER.sub(sub, text)
+
+
+def render(template: Template, context: Context) -> Query:
+    return Query(
+        id=template.id,
+        step=template.step,
+        language=template.language,
+        text=fill(template.text, context.placeholders()),
+        description=template.description,
+        deprecated=template.deprecated,
+    )
+
+
+def templates_for(kind: WorkloadKind) -> tuple[Template, ...]:
+    return tuple(t for t in TEMPLATES if t.serves(kind))
+
+
+def queries_for(context: Context, *, steps: Iterable[int] | None = None) -> tuple[Query, ...]:
+    wanted = set(steps) if steps is not None else None
+    return tuple(
+        render(t, context)
+        for t in templates_for(context.workload_kind)
+        if wanted is None or t.step in wanted
+    )
+
+
+def selector(kind: EvidenceKind, context: Context) -> str:
+    """The raw selector for one kind of metric evidence, filled from the context."""
+    text = RAW_SELECTORS[kind]
+    if kind is EvidenceKind.RESTARTS and context.workload_kind.kubeflow:
+        text = KUBEFLOW_RESTARTS_SELECTOR
+        if not context.namespace:  # every namespace; the job's events attribute them
+            text = text.replace(', job_namespace="{namespace}"', "")
+    return fill(text, context.placeholders())

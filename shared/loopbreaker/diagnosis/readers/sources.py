@@ -1,0 +1,731 @@
+"""Where each kind of evidence comes from, and graceful degradation when a source fails.
+
+Per kind of evidence, first match wins:
+
+    metrics (restarts, interruptions, node_conditions, pod_phases, unschedulable)
+        --prometheus-url URL            explicit: wins over metrics.om
+        --managed-prometheus on         explicit: Managed Prometheus of --project
+        metrics.om in --telemetry DIR
+        --project (managed-prometheus auto)
+    logs
+        --live-logs on                  explicit: Cloud Logging of --project
+        logs.json / *.jsonl in DIR
+        --project (live-logs auto)
+    nodes, pods (each on its own)
+        --kubeconfig PATH               explicit
+        --live-kube on                  explicit: GKE API of --project/--location/--cluster
+        nodes.json / pods.json in DIR
+        --project and --location (live-kube auto)
+
+``--offline`` turns every ``auto`` into ``off``. Nodes read live get their physical host
+from the node label, else Compute Engine ``physicalHost``, else Cloud Monitoring metadata.
+
+Degradation (the workflow's 403 rule): a 401/403, a network error or a timeout marks the
+kinds that source would have provided unavailable, with the reason; an unreachable source is
+asked once, never again in the same run; nothing here raises SourceUnavailable. Only bad
+input (an unreadable telemetry file, a kubeconfig that does not exist, a live source
+requested without the context it needs) raises, as InvalidInput.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loopbreaker.diagnosis.queries import selector
+from loopbreaker.errors import ConfigError, SourceUnavailable
+from loopbreaker.model import (
+    Context,
+    Evidence,
+    EvidenceKind,
+    NodeInfo,
+    Signal,
+    SourceStatus,
+)
+
+if TYPE_CHECKING:
+    from loopbreaker.diagnosis.evidence import QueryBudget
+    from loopbreaker.diagnosis.readers import (
+        ClusterReader,
+        HostLookup,
+        LogReader,
+        MetricsReader,
+    )
+    from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+
+METRIC_KINDS = (
+    EvidenceKind.RESTARTS,
+    EvidenceKind.INTERRUPTIONS,
+    EvidenceKind.NODE_CONDITIONS,
+    EvidenceKind.POD_PHASES,
+    EvidenceKind.UNSCHEDULABLE,
+)
+_METRIC_ATTR = {
+    EvidenceKind.RESTARTS: "restarts",
+    EvidenceKind.INTERRUPTIONS: "interruptions",
+    EvidenceKind.NODE_CONDITIONS: "node_conditions",
+    EvidenceKind.POD_PHASES: "pod_phases",
+    EvidenceKind.UNSCHEDULABLE: "unschedulable",
+}
+#: Per-request timeout of the live readers, in seconds (``--source-timeout``).
+DEFAULT_SOURCE_TIMEOUT = 30.0
+#: Log entries read per diagnosis at most (``--max-log-entries``).
+DEFAULT_MAX_LOG_ENTRIES = 2000
+
+
+class Mode(StrEnum):
+    """``auto``: live only when files lack the evidence; ``on``: live wins; ``off``: never."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    telemetry_dir: Path | None = None
+    prometheus_url: str | None = None
+    managed_prometheus: Mode = Mode.AUTO
+    live_logs: Mode = Mode.AUTO
+    live_kube: Mode = Mode.AUTO
+    kubeconfig: Path | None = None
+    kube_context: str | None = None
+    host_lookup: Mode = Mode.AUTO
+    max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES
+    timeout: float = DEFAULT_SOURCE_TIMEOUT
+    #: Endpoint overrides (private endpoints, local fakes); None = the public Google API.
+    logging_endpoint: str | None = None
+    compute_endpoint: str | None = None
+    gke_endpoint: str | None = None
+    gmp_endpoint: str | None = None
+
+    def offline(self) -> SourceOptions:
+        """The same options with every ``auto`` fallback to a live reader turned off."""
+
+        def off(mode: Mode) -> Mode:
+            return Mode.OFF if mode is Mode.AUTO else mode
+
+        return replace(
+            self,
+            managed_prometheus=off(self.managed_prometheus),
+            live_logs=off(self.live_logs),
+            live_kube=off(self.live_kube),
+            host_lookup=off(self.host_lookup),
+        )
+
+
+@dataclass
+class Readers:
+    """Adapters to use instead of building the real ones (tests pass fakes here).
+
+    A field left None is built on demand from the options; ``None`` from a factory means
+    "not configured".
+    """
+
+    metrics: MetricsReader | None = None
+    logs: LogReader | None = None
+    cluster: ClusterReader | None = None
+    host_lookups: Sequence[HostLookup] | None = None
+
+
+# --- planning -------------------------------------------------------------------------
+
+
+class Origin(StrEnum):
+    FILE = "file"
+    PROMETHEUS = "prometheus"
+    MANAGED_PROMETHEUS = "managed-prometheus"
+    CLOUD_LOGGING = "cloud-logging"
+    KUBECONFIG = "kubeconfig"
+    GKE = "gke"
+    NONE = "none"
+
+
+def plan(
+    context: Context, options: SourceOptions, files: Evidence | None
+) -> dict[EvidenceKind, Origin]:
+    """Decide the origin of each kind of evidence. Raises ConfigError on impossible asks."""
+
+    def has_file(kind: EvidenceKind) -> bool:
+        status = files.sources.get(kind) if files else None
+        return bool(status and status.available)
+
+    project = context.project
+    if options.managed_prometheus is Mode.ON and not options.prometheus_url and not project:
+        raise ConfigError("--managed-prometheus on needs --project")
+    if options.live_logs is Mode.ON and not project:
+        raise ConfigError("--live-logs on needs --project")
+    if (
+        options.live_kube is Mode.ON
+        and not options.kubeconfig
+        and not (project and context.location)
+    ):
+        raise ConfigError("--live-kube on needs --project and --location (or give --kubeconfig)")
+
+    out: dict[EvidenceKind, Origin] = {}
+    for kind in METRIC_KINDS:
+        if options.prometheus_url:
+            out[kind] = Origin.PROMETHEUS
+        elif options.managed_prometheus is Mode.ON:
+            out[kind] = Origin.MANAGED_PROMETHEUS
+        elif has_file(kind):
+            out[kind] = Origin.FILE
+        elif options.managed_prometheus is Mode.AUTO and project:
+            out[kind] = Origin.MANAGED_PROMETHEUS
+        else:
+            out[kind] = Origin.NONE
+
+    if options.live_logs is Mode.ON:
+        out[EvidenceKind.LOGS] = Origin.CLOUD_LOGGING
+    elif has_file(EvidenceKind.LOGS):
+        out[EvidenceKind.LOGS] = Origin.FILE
+    elif options.live_logs is Mode.AUTO and project:
+        out[EvidenceKind.LOGS] = Origin.CLOUD_LOGGING
+    else:
+        out[EvidenceKind.LOGS] = Origin.NONE
+
+    for kind in (EvidenceKind.NODES, EvidenceKind.PODS):
+        if options.kubeconfig:
+            out[kind] = Origin.KUBECONFIG
+        elif options.live_kube is Mode.ON:
+            out[kind] = Origin.GKE
+        elif has_file(kind):
+            out[kind] = Origin.FILE
+        elif options.live_kube is Mode.AUTO and project and context.location:
+            out[kind] = Origin.GKE
+        else:
+            out[kind] = Origin.NONE
+    return out
+
+
+# --- gathering ------------------------------------------------------------------------
+
+
+def gather(
+    context: Context,
+    options: SourceOptions | None = None,
+    *,
+    readers: Readers | None = None,
+    credentials: GoogleCredentials | None = None,
+    budget: QueryBudget | None = None,
+) -> Evidence:
+    """Collect evidence from files and live readers; never raises SourceUnavailable."""
+    options = options or SourceOptions()
+    files = None
+    if options.telemetry_dir is not None:
+        from loopbreaker.diagnosis.telemetry import load_directory
+
+        files = load_directory(options.telemetry_dir)
+    origins = plan(context, options, files)
+    builder = _Builder(context, options, readers or Readers(), credentials)
+    values: dict[str, Any] = {}
+    sources: dict[EvidenceKind, SourceStatus] = {}
+    rejected: list[tuple[str, str]] = list(files.rejected_entries) if files else []
+
+    def file_status(kind: EvidenceKind) -> SourceStatus | None:
+        return files.sources.get(kind) if files else None
+
+    explicit = _explicit_kinds(options)
+
+    def failed(kind: EvidenceKind, source: str, reason: str) -> None:
+        previous = file_status(kind)
+        # A live reader that stood in for a missing file: say both were tried.
+        if kind not in explicit and previous and not previous.available and previous.reason:
+            reason = f"{reason} (and {previous.source}: {previous.reason})"
+        sources[kind] = SourceStatus(source, False, reason)
+
+    # Files first: they cost nothing.
+    for kind, origin in origins.items():
+        if origin is Origin.FILE and files is not None:
+            sources[kind] = files.sources[kind]
+            attr = (
+                _METRIC_ATTR.get(kind)
+                or {
+                    EvidenceKind.LOGS: "signals",
+                    EvidenceKind.NODES: "nodes",
+                    EvidenceKind.PODS: "pods",
+                }[kind]
+            )
+            values[attr] = getattr(files, attr)
+        elif origin is Origin.NONE:
+            status = file_status(kind)
+            sources[kind] = (
+                status
+                if status is not None
+                else SourceStatus(
+                    "none", False, "no source: give --telemetry DIR, a live source or --project"
+                )
+            )
+
+    # Metrics: one reader for every metric kind; an unreachable one is asked once.
+    metric_kinds = [
+        k for k in METRIC_KINDS if origins[k] in (Origin.PROMETHEUS, Origin.MANAGED_PROMETHEUS)
+    ]
+    if metric_kinds:
+        reader, label = builder.metrics(origins[metric_kinds[0]])
+        stop: SourceUnavailable | None = None
+        for kind in metric_kinds:
+            if reader is None:
+                failed(kind, label, "not configured")
+                continue
+            if stop is not None:
+                failed(kind, reader.source, stop.reason)
+                continue
+            if budget is not None and not budget.take():
+                failed(kind, reader.source, "query budget exhausted")
+                continue
+            try:
+                series = reader.raw_series(
+                    selector(kind, context), context.start_time, context.end_time
+                )
+            except SourceUnavailable as exc:
+                if _unreachable(exc):
+                    stop = exc
+                failed(kind, reader.source, exc.reason)
+                continue
+            values[_METRIC_ATTR[kind]] = series
+            sources[kind] = SourceStatus(reader.source, True)
+
+    # Logs.
+    if origins[EvidenceKind.LOGS] is Origin.CLOUD_LOGGING:
+        log_reader = builder.logs()
+        if log_reader is None:
+            failed(EvidenceKind.LOGS, "cloud-logging", "not configured")
+        elif budget is not None and not budget.take(_log_query_count(log_reader, context)):
+            failed(EvidenceKind.LOGS, log_reader.source, "query budget exhausted")
+        else:
+            try:
+                result = log_reader.read(context)
+            except SourceUnavailable as exc:
+                failed(EvidenceKind.LOGS, log_reader.source, exc.reason)
+            else:
+                values["signals"] = result.signals
+                rejected.extend(result.rejected)
+                sources[EvidenceKind.LOGS] = SourceStatus(
+                    log_reader.source, True, _log_note(result.failures, result.truncated)
+                )
+
+    # Kubernetes objects.
+    live_cluster = [
+        k
+        for k in (EvidenceKind.NODES, EvidenceKind.PODS)
+        if origins[k] in (Origin.KUBECONFIG, Origin.GKE)
+    ]
+    nodes_live = False
+    if live_cluster:
+        try:
+            cluster = builder.cluster(origins[live_cluster[0]])
+        except SourceUnavailable as exc:
+            for kind in live_cluster:
+                failed(kind, _cluster_label(origins[kind], context), exc.reason)
+        else:
+            stop = None
+            for kind in live_cluster:
+                if stop is not None:
+                    failed(kind, cluster.source, stop.reason)
+                    continue
+                try:
+                    if kind is EvidenceKind.NODES:
+                        values["nodes"] = cluster.nodes()
+                        nodes_live = True
+                    else:
+                        values["pods"] = cluster.pods(context.namespace)
+                except SourceUnavailable as exc:
+                    if _unreachable(exc):
+                        stop = exc
+                    failed(kind, cluster.source, exc.reason)
+                    continue
+                sources[kind] = SourceStatus(cluster.source, True)
+
+    # Physical hosts of nodes whose labels do not name one.
+    nodes: tuple[NodeInfo, ...] | None = values.get("nodes")
+    wants_hosts = options.host_lookup is Mode.ON or (
+        options.host_lookup is Mode.AUTO and nodes_live
+    )
+    if nodes and wants_hosts and any(not n.physical_host for n in nodes):
+        resolved, note = resolve_hosts(
+            nodes,
+            builder.host_lookups(),
+            priority=_interesting_nodes(values.get("pods"), values.get("signals")),
+        )
+        values["nodes"] = resolved
+        status = sources[EvidenceKind.NODES]
+        sources[EvidenceKind.NODES] = replace(
+            status, reason="; ".join(r for r in (status.reason, note) if r) or None
+        )
+
+    base = files or Evidence()
+    return replace(
+        base,
+        restarts=values.get("restarts"),
+        interruptions=values.get("interruptions"),
+        node_conditions=values.get("node_conditions"),
+        pod_phases=values.get("pod_phases"),
+        unschedulable=values.get("unschedulable"),
+        signals=values.get("signals"),
+        nodes=values.get("nodes"),
+        pods=values.get("pods"),
+        sources=sources,
+        rejected_entries=tuple(rejected),
+    )
+
+
+def resolve_hosts(
+    nodes: Sequence[NodeInfo],
+    lookups: Sequence[HostLookup],
+    *,
+    priority: Callable[[NodeInfo], bool] | None = None,
+) -> tuple[tuple[NodeInfo, ...], str | None]:
+    """Fill ``physical_host`` in order: node label (already set), then each lookup.
+
+    Nodes for which ``priority`` is true are asked first, so a lookup cap spends its calls on
+    the nodes that matter. Returns the nodes and a note naming what each lookup did.
+    """
+    hosts: dict[str, str] = {n.name: n.physical_host for n in nodes if n.physical_host}
+    notes: list[str] = []
+    for lookup in lookups:
+        missing = [n for n in nodes if n.name not in hosts]
+        if not missing:
+            break
+        if priority is not None:
+            missing.sort(key=lambda n: not priority(n))
+        result = lookup.hosts(missing)
+        new = {k: v for k, v in result.hosts.items() if k not in hosts}
+        hosts.update(new)
+        note = f"{len(new)} host(s) from {lookup.source}"
+        if result.failure:
+            note += f" (stopped: {result.failure})"
+        notes.append(note)
+    resolved = tuple(
+        replace(n, physical_host=hosts[n.name]) if not n.physical_host and n.name in hosts else n
+        for n in nodes
+    )
+    return resolved, ("; ".join(notes) or None)
+
+
+def _interesting_nodes(
+    pods: Sequence[Any] | None, signals: Sequence[Signal] | None
+) -> Callable[[NodeInfo], bool]:
+    names = {p.node for p in pods or () if p.node} | {s.node for s in signals or () if s.node}
+    return lambda node: node.name in names or node.ready is False
+
+
+def _explicit_kinds(options: SourceOptions) -> set[EvidenceKind]:
+    """Kinds whose source the user named, so files never entered into it."""
+    kinds: set[EvidenceKind] = set()
+    if options.prometheus_url or options.managed_prometheus is Mode.ON:
+        kinds.update(METRIC_KINDS)
+    if options.live_logs is Mode.ON:
+        kinds.add(EvidenceKind.LOGS)
+    if options.kubeconfig or options.live_kube is Mode.ON:
+        kinds.update((EvidenceKind.NODES, EvidenceKind.PODS))
+    return kinds
+
+
+def _unreachable(exc: SourceUnavailable) -> bool:
+    from loopbreaker.diagnosis.readers import SourceUnreachable
+
+    return isinstance(exc, SourceUnreachable)
+
+
+def _log_query_count(reader: LogReader, context: Context) -> int:
+    filters = getattr(reader, "filters", None)
+    return len(filters(context)) if callable(filters) else 1
+
+
+def _log_note(failures: Sequence[tuple[str, str]], truncated: bool) -> str | None:
+    parts = [f"{qid}: {why}" for qid, why in failures]
+    if truncated:
+        parts.append("entry cap reached; later entries not read")
+    return ("partial: " + "; ".join(parts)) if parts else None
+
+
+def _cluster_label(origin: Origin, context: Context) -> str:
+    if origin is Origin.GKE:
+        return (
+            f"kubernetes:gke/projects/{context.project}/locations/{context.location}"
+            f"/clusters/{context.cluster}"
+        )
+    return "kubernetes:kubeconfig"
+
+
+class _Builder:
+    """Builds the real adapters lazily, sharing one ADC lookup among them."""
+
+    def __init__(
+        self,
+        context: Context,
+        options: SourceOptions,
+        readers: Readers,
+        credentials: GoogleCredentials | None,
+    ) -> None:
+        self.context = context
+        self.options = options
+        self.readers = readers
+        self._credentials = credentials
+
+    @property
+    def credentials(self) -> GoogleCredentials:
+        if self._credentials is None:
+            from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+
+            self._credentials = GoogleCredentials()
+        return self._credentials
+
+    def metrics(self, origin: Origin) -> tuple[MetricsReader | None, str]:
+        if self.readers.metrics is not None:
+            return self.readers.metrics, self.readers.metrics.source
+        from loopbreaker.diagnosis.readers.prometheus import GMP_ENDPOINT, PrometheusReader
+
+        if origin is Origin.PROMETHEUS and self.options.prometheus_url:
+            reader = PrometheusReader(self.options.prometheus_url, timeout=self.options.timeout)
+            return reader, reader.source
+        project = self.context.project
+        if not project:
+            return None, "managed-prometheus"
+        reader = PrometheusReader.managed(
+            project,
+            credentials=self.credentials,
+            endpoint=self.options.gmp_endpoint or GMP_ENDPOINT,
+            timeout=self.options.timeout,
+        )
+        return reader, reader.source
+
+    def logs(self) -> LogReader | None:
+        if self.readers.logs is not None:
+            return self.readers.logs
+        if not self.context.project:
+            return None
+        from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
+
+        return CloudLoggingReader(
+            self.context.project,
+            credentials=self.credentials,
+            api_endpoint=self.options.logging_endpoint,
+            max_entries=self.options.max_log_entries,
+            timeout=self.options.timeout,
+        )
+
+    def cluster(self, origin: Origin) -> ClusterReader:
+        """The Kubernetes reader; SourceUnavailable when GKE cannot be reached."""
+        if self.readers.cluster is not None:
+            return self.readers.cluster
+        from loopbreaker.diagnosis.readers.kube import GKE_ENDPOINT, KubernetesReader
+
+        if origin is Origin.KUBECONFIG and self.options.kubeconfig is not None:
+            return KubernetesReader.from_kubeconfig(
+                self.options.kubeconfig,
+                context=self.options.kube_context,
+                timeout=self.options.timeout,
+            )
+        project, location = self.context.project, self.context.location
+        if not project or not location:  # plan() only picks GKE with both
+            raise SourceUnavailable("kubernetes", "GKE needs --project and --location")
+        credentials = self.credentials
+        label = _cluster_label(Origin.GKE, self.context)
+        return KubernetesReader.from_gke(
+            project,
+            location,
+            self.context.cluster,
+            token_provider=lambda: credentials.token(label),
+            container_endpoint=self.options.gke_endpoint or GKE_ENDPOINT,
+            timeout=self.options.timeout,
+        )
+
+    def host_lookups(self) -> Sequence[HostLookup]:
+        if self.readers.host_lookups is not None:
+            return self.readers.host_lookups
+        project = self.context.project
+        if not project:
+            return ()
+        from loopbreaker.diagnosis.readers.compute import ComputeHostLookup
+        from loopbreaker.diagnosis.readers.monitoring import MonitoringHostLookup
+
+        return (
+            ComputeHostLookup(
+                project,
+                credentials=self.credentials,
+                api_endpoint=self.options.compute_endpoint,
+                timeout=self.options.timeout,
+            ),
+            MonitoringHostLookup(
+                project,
+                self.context.cluster,
+                self.context.start_time,
+                self.context.end_time,
+                credentials=self.credentials,
+                timeout=self.options.timeout,
+            ),
+        )
+
+
+# --- EvidenceProvider for the event pipeline ---------------------------------------------
+
+
+@dataclass
+class LiveEvidence:
+    """``EvidenceProvider`` (loopbreaker.diagnosis.evidence) over :func:`gather`."""
+
+    options: SourceOptions = field(default_factory=SourceOptions)
+    readers: Readers | None = None
+
+    def collect(self, context: Context, budget: QueryBudget) -> Evidence:
+        return gather(context, self.options, readers=self.readers, budget=budget)
+
+
+# --- CLI ------------------------------------------------------------------------------
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The live-source flags of ``loopbreaker diagnose``."""
+    group = parser.add_argument_group(
+        "live sources",
+        "Explicit sources win over --telemetry files; with --project, live readers fill in "
+        "what the files lack (auto). 401/403, network errors and timeouts mark that evidence "
+        "unavailable and the diagnosis goes on.",
+    )
+    group.add_argument(
+        "--prometheus-url",
+        metavar="URL",
+        type=http_url,
+        help="Prometheus HTTP API base URL (self-hosted, kube-prometheus-stack, or a "
+        "Managed Prometheus .../location/global/prometheus URL); wins over metrics.om",
+    )
+    modes = [m.value for m in Mode]
+    group.add_argument(
+        "--managed-prometheus",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="query Google Managed Prometheus of --project with ADC (default auto: when no "
+        "metrics.om and no --prometheus-url)",
+    )
+    group.add_argument(
+        "--live-logs",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="read Cloud Logging of --project (default auto: when no logs.json)",
+    )
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", type=Path, help="read nodes and pods live via a kubeconfig"
+    )
+    group.add_argument("--kube-context", metavar="NAME", help="kubeconfig context to use")
+    group.add_argument(
+        "--live-kube",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="read nodes and pods from the GKE cluster (endpoint from the GKE API, ADC token; "
+        "default auto: when no nodes.json/pods.json and --location is known)",
+    )
+    group.add_argument(
+        "--host-lookup",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="resolve nodes' physical hosts via Compute Engine, then Cloud Monitoring "
+        "(default auto: for nodes read live)",
+    )
+    group.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fall back to live readers; use files and explicitly named sources only",
+    )
+    group.add_argument(
+        "--source-timeout",
+        metavar="SECONDS",
+        type=positive_float,
+        default=DEFAULT_SOURCE_TIMEOUT,
+        help=f"timeout of each live request (default {DEFAULT_SOURCE_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--max-log-entries",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_MAX_LOG_ENTRIES,
+        help=f"log entries read live at most (default {DEFAULT_MAX_LOG_ENTRIES})",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> SourceOptions:
+    def mode(name: str) -> Mode:
+        return Mode(getattr(args, name, None) or Mode.AUTO.value)
+
+    options = SourceOptions(
+        telemetry_dir=getattr(args, "telemetry", None),
+        prometheus_url=getattr(args, "prometheus_url", None) or None,
+        managed_prometheus=mode("managed_prometheus"),
+        live_logs=mode("live_logs"),
+        live_kube=mode("live_kube"),
+        kubeconfig=getattr(args, "kubeconfig", None),
+        kube_context=getattr(args, "kube_context", None),
+        host_lookup=mode("host_lookup"),
+        max_log_entries=getattr(args, "max_log_entries", DEFAULT_MAX_LOG_ENTRIES),
+        timeout=getattr(args, "source_timeout", DEFAULT_SOURCE_TIMEOUT),
+    )
+    return options.offline() if getattr(args, "offline", False) else options
+
+
+def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
+    """What ``loopbreaker diagnose`` calls: options from its flags, then :func:`gather`."""
+    return gather(context, options_from_args(args))
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An http(s) base URL with a host, no query and no fragment (paths are appended)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a valid URL: {text!r} ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:9090)"
+        )
+    if parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has a query or fragment; give the base URL only"
+        )
+    del port  # parsed only to reject an invalid one
+    return text.rstrip("/")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+__all__ = [
+    "DEFAULT_MAX_LOG_ENTRIES",
+    "DEFAULT_SOURCE_TIMEOUT",
+    "LiveEvidence",
+    "Mode",
+    "Origin",
+    "Readers",
+    "SourceOptions",
+    "add_flags",
+    "gather",
+    "gather_from_args",
+    "options_from_args",
+    "plan",
+    "resolve_hosts",
+]

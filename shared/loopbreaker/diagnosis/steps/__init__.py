@@ -1,0 +1,1 @@
+"""The four steps of the workflow, one module each, and what they share (pure)."""

@@ -1,0 +1,249 @@
+"""Step 3: nodes that went NotReady and the physical hosts behind them (pure)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from loopbreaker.diagnosis.steps.common import Notes, Thresholds, hm, labels_match, short_list
+from loopbreaker.diagnosis.steps.interruptions import Interruptions
+from loopbreaker.model import (
+    HOST_FAULT_KINDS,
+    Context,
+    Evidence,
+    EvidenceKind,
+    FailureEpisode,
+    NodeInfo,
+    RootCause,
+    Series,
+    Signal,
+    SuspectHost,
+)
+
+
+@dataclass
+class _Episode:
+    node: str
+    start: datetime
+    end: datetime | None
+    kinds: set[str]
+    excerpts: list[str]
+    sources: set[str]
+    first: datetime | None = None
+
+    @property
+    def began(self) -> datetime:
+        return min(self.first or self.start, self.start)
+
+
+def not_ready_runs(series: Iterable[Series]) -> dict[str, list[tuple[datetime, datetime | None]]]:
+    """NotReady runs per node from Ready-condition series: [(start, recovered_at | None)]."""
+    states: dict[str, dict[datetime, bool]] = defaultdict(dict)
+    for s in series:
+        node = s.labels.get("node_name")
+        status = s.labels.get("status")
+        if not node or status not in ("True", "False", "Unknown"):
+            continue
+        timeline = states[node]
+        for sample in s.samples:
+            if status == "True":
+                ready_now = sample.value > 0
+                # Another series may already say NotReady at this instant; NotReady wins.
+                timeline[sample.at] = timeline.get(sample.at, True) and ready_now
+            elif sample.value > 0:
+                timeline[sample.at] = False
+            else:
+                timeline.setdefault(sample.at, True)
+    runs: dict[str, list[tuple[datetime, datetime | None]]] = {}
+    for node, timeline in states.items():
+        node_runs: list[tuple[datetime, datetime | None]] = []
+        start: datetime | None = None
+        for at in sorted(timeline):
+            if not timeline[at] and start is None:
+                start = at
+            elif timeline[at] and start is not None:
+                node_runs.append((start, at))
+                start = None
+        if start is not None:
+            node_runs.append((start, None))
+        if node_runs:
+            runs[node] = node_runs
+    return runs
+
+
+@dataclass(frozen=True)
+class Hosts:
+    suspects: tuple[SuspectHost, ...]
+    single: tuple[SuspectHost, ...]
+
+
+def step3(
+    ctx: Context,
+    ev: Evidence,
+    signals: Sequence[Signal],
+    interruptions: Interruptions,
+    th: Thresholds,
+    notes: Notes,
+) -> Hosts:
+    nodes: dict[str, NodeInfo] = {n.name: n for n in ev.nodes or ()}
+    cond_source = ev.source_of(EvidenceKind.NODE_CONDITIONS) or "metrics"
+    log_source = ev.source_of(EvidenceKind.LOGS) or "logs"
+    episodes: list[_Episode] = []
+
+    conditions = [
+        s
+        for s in ev.node_conditions or ()
+        if labels_match(s.labels, {"cluster_name": ctx.cluster, "condition": "Ready"})
+    ]
+    for node, runs in sorted(not_ready_runs(conditions).items()):
+        for start, end in runs:
+            episodes.append(_Episode(node, start, end, {"NotReady"}, [], {cond_source}))
+
+    observations = sorted(
+        (s for s in signals if s.kind in HOST_FAULT_KINDS and s.node and s.timestamp),
+        key=lambda s: (s.node or "", s.timestamp),
+    )
+    for sig in observations:
+        assert sig.node is not None and sig.timestamp is not None
+        episode = _matching_episode(episodes, sig.node, sig.timestamp, th.merge_window)
+        if episode is None:
+            episode = _Episode(sig.node, sig.timestamp, None, set(), [], set())
+            episodes.append(episode)
+        # Kernel lines usually precede the NotReady sample: the failure began with them.
+        episode.first = min(episode.first or episode.start, sig.timestamp)
+        episode.kinds.add(sig.kind.value)
+        episode.sources.add(log_source)
+        if sig.excerpt and len(episode.excerpts) < 3:
+            episode.excerpts.append(sig.excerpt)
+
+    counted: list[_Episode] = []
+    for episode in sorted(episodes, key=lambda e: (e.node, e.began)):
+        if not ctx.in_window(episode.began):
+            continue
+        explained_at = [
+            t
+            for t in interruptions.explained_nodes.get(episode.node, ())
+            if abs(t - episode.began) <= th.merge_window
+        ]
+        if explained_at:
+            notes.add(
+                3,
+                f"Node {episode.node} went down at {hm(episode.began)}, explained by a "
+                "preemption or maintenance event: not counted against its host.",
+                RootCause.FAULTY_HOST,
+                supports=False,
+            )
+            continue
+        counted.append(episode)
+
+    per_host: dict[str, list[_Episode]] = defaultdict(list)
+    for episode in counted:
+        per_host[_host_of(episode.node, nodes, signals)].append(episode)
+
+    suspects: list[SuspectHost] = []
+    history_source = "incident history"
+    for host, host_episodes in per_host.items():
+        past = [
+            r
+            for r in ev.host_history
+            if r.host == host
+            and ctx.start_time - th.host_history <= r.at <= ctx.end_time
+            and all(abs(r.at - e.began) > th.merge_window for e in host_episodes)
+        ]
+        failures = len(host_episodes) + len(past)
+        node_names = sorted({e.node for e in host_episodes} | {r.node for r in past if r.node})
+        infos = [nodes[n] for n in node_names if n in nodes]
+        known = any(i.physical_host for i in infos) or host not in node_names
+        suspect = SuspectHost(
+            host=host,
+            nodes=tuple(node_names),
+            failures=failures,
+            instances=tuple(sorted({i.instance or i.name for i in infos} or set(node_names))),
+            zone=next((i.zone for i in infos if i.zone), None)
+            or next((s.zone for s in signals if s.node in node_names and s.zone), None),
+            node_pool=next((i.node_pool for i in infos if i.node_pool), None)
+            or next((s.node_pool for s in signals if s.node in node_names and s.node_pool), None),
+            host_known=known,
+            first_failure=min([e.began for e in host_episodes] + [r.at for r in past]),
+            last_failure=max([e.began for e in host_episodes] + [r.at for r in past]),
+            episodes=tuple(
+                FailureEpisode(
+                    e.node,
+                    host,
+                    e.began,
+                    tuple(sorted(e.kinds)),
+                    tuple(e.excerpts),
+                    ",".join(sorted(e.sources)),
+                )
+                for e in sorted(host_episodes, key=lambda e: e.began)
+            ),
+        )
+        suspects.append(suspect)
+        label = "physical host" if known else "node (no physical host id known)"
+        for e in host_episodes:
+            notes.add(
+                3,
+                f"Node {e.node} failed at {hm(e.began)} ({', '.join(sorted(e.kinds))}) on "
+                f"{label} {host}.",
+                RootCause.HOST_ERROR,
+                source=",".join(sorted(e.sources)),
+            )
+        if past:
+            notes.add(
+                3,
+                f"{label.capitalize()} {host} also failed {len(past)} time(s) in earlier "
+                "incidents.",
+                RootCause.FAULTY_HOST,
+                source=history_source,
+            )
+    suspects.sort(key=lambda s: (-s.failures, s.host))
+    faulty = tuple(s for s in suspects if s.failures >= th.faulty_host_failures)
+    single = tuple(s for s in suspects if s.failures < th.faulty_host_failures)
+    for s in faulty:
+        notes.add(
+            3,
+            f"Host {s.host} failed {s.failures} times ({', '.join(s.nodes)}): the same host "
+            "fails repeatedly.",
+            RootCause.FAULTY_HOST,
+        )
+    observed = ev.node_conditions is not None or ev.signals is not None
+    if not suspects and observed:
+        notes.add(3, "No node failure inside the window.", RootCause.HOST_ERROR, supports=False)
+    elif suspects and not faulty:
+        notes.add(
+            3,
+            "No host failed more than once: no host to quarantine.",
+            RootCause.FAULTY_HOST,
+            supports=False,
+        )
+    not_ready_now = sorted(n.name for n in nodes.values() if n.ready is False)
+    if not_ready_now:
+        notes.add(3, f"Nodes not Ready now: {short_list(not_ready_now)}.")
+    return Hosts(faulty, single)
+
+
+def _matching_episode(
+    episodes: list[_Episode], node: str, at: datetime, merge: timedelta
+) -> _Episode | None:
+    best: _Episode | None = None
+    for episode in episodes:
+        if episode.node != node:
+            continue
+        upper = (episode.end or episode.start) + merge
+        if episode.start - merge <= at <= upper and (
+            best is None or abs(at - episode.start) < abs(at - best.start)
+        ):
+            best = episode
+    return best
+
+
+def _host_of(node: str, nodes: Mapping[str, NodeInfo], signals: Sequence[Signal]) -> str:
+    info = nodes.get(node)
+    if info and info.physical_host:
+        return info.physical_host
+    for sig in signals:
+        if sig.node == node and sig.physical_host:
+            return sig.physical_host
+    return node

@@ -1,0 +1,96 @@
+"""Step 2: Spot preemptions and host maintenance of the workload's VMs (pure)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from loopbreaker.diagnosis.steps.common import Notes, increase, labels_match, short_list
+from loopbreaker.model import (
+    INTERRUPTION_KINDS,
+    Context,
+    Evidence,
+    EvidenceKind,
+    RootCause,
+    Signal,
+    SignalKind,
+)
+
+
+@dataclass(frozen=True)
+class Interruptions:
+    preemptions: int
+    maintenance: int
+    explained_nodes: Mapping[str, list[datetime]]
+
+
+def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -> Interruptions:
+    counts: dict[tuple[str, str, str], float] = defaultdict(float)
+    metric_source = ev.source_of(EvidenceKind.INTERRUPTIONS)
+    for series in ev.interruptions or ():
+        if not labels_match(series.labels, {"cluster_name": ctx.cluster}):
+            continue
+        value = increase(series, ctx.start_time, ctx.end_time, from_zero=True)
+        if value > 0:
+            key = (
+                series.labels.get("interruption_type", "unknown"),
+                series.labels.get("interruption_reason", "unknown"),
+                series.labels.get("node_pool_name", "unknown"),
+            )
+            counts[key] += value
+    by_type: dict[str, float] = defaultdict(float)
+    for (kind, reason, pool), value in sorted(counts.items()):
+        by_type[kind] += value
+        notes.add(
+            2,
+            f"{value:g} {kind} interruption(s) in node pool {pool} (reason {reason}).",
+            _interruption_cause(kind),
+            source=metric_source,
+        )
+
+    log_source = ev.source_of(EvidenceKind.LOGS)
+    explained: dict[str, list[datetime]] = defaultdict(list)
+    log_counts: dict[SignalKind, int] = defaultdict(int)
+    for sig in signals:
+        if sig.kind not in INTERRUPTION_KINDS:
+            continue
+        log_counts[sig.kind] += 1
+        if sig.node and sig.timestamp:
+            explained[sig.node].append(sig.timestamp)
+    for kind, number in sorted(log_counts.items()):
+        cause = (
+            RootCause.SPOT_PREEMPTION if kind is SignalKind.PREEMPTION else RootCause.MAINTENANCE
+        )
+        nodes = sorted({s.node for s in signals if s.kind is kind and s.node})
+        where = f" on {short_list(nodes)}" if nodes else ""
+        notes.add(2, f"{number} {kind.value} log signal(s){where}.", cause, source=log_source)
+
+    preemptions = int(by_type.get("PreemptionEvent", 0)) + log_counts[SignalKind.PREEMPTION]
+    maintenance = int(by_type.get("MaintenanceEvent", 0)) + log_counts[SignalKind.MAINTENANCE]
+    if by_type.get("TerminationEvent"):
+        notes.add(
+            2,
+            f"{by_type['TerminationEvent']:g} TerminationEvent interruption(s): host failures; "
+            "step 3 attributes them to hosts.",
+            RootCause.FAULTY_HOST,
+            source=metric_source,
+        )
+    # Only claim an absence where the evidence could have shown the event.
+    seen = ev.interruptions is not None or ev.signals is not None
+    if not preemptions and seen:
+        notes.add(2, "No preemption inside the window.", RootCause.SPOT_PREEMPTION, supports=False)
+    if not maintenance and seen:
+        notes.add(
+            2, "No host maintenance inside the window.", RootCause.MAINTENANCE, supports=False
+        )
+    return Interruptions(preemptions, maintenance, explained)
+
+
+def _interruption_cause(kind: str) -> RootCause | None:
+    return {
+        "PreemptionEvent": RootCause.SPOT_PREEMPTION,
+        "MaintenanceEvent": RootCause.MAINTENANCE,
+        "TerminationEvent": RootCause.FAULTY_HOST,
+    }.get(kind)

@@ -1,0 +1,292 @@
+"""Offline telemetry: the files an SRE can dump with gcloud, promtool and kubectl.
+
+Directory layout (every file optional):
+  logs.json        LogEntry array (``gcloud logging read --format=json``)
+  *.jsonl          one LogEntry per line, anywhere under the directory
+  */**/*.json      LogEntries in subdirectories, as a log sink writes them to Cloud Storage
+  metrics.om       OpenMetrics text with timestamps (seconds), ending in ``# EOF``
+  nodes.json       ``kubectl get nodes -o json``
+  pods.json        ``kubectl get pods -A -o json``
+  jobs.json        ``kubectl get tfjobs,pytorchjobs -A -o json`` (their Restarting condition)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopbreaker.diagnosis.kube_objects import items_of, job_restart, node_info, pod_info
+from loopbreaker.errors import InvalidLogEntry, InvalidTelemetry
+from loopbreaker.model import (
+    Evidence,
+    EvidenceKind,
+    NodeInfo,
+    PodInfo,
+    Sample,
+    Series,
+    Signal,
+    SourceStatus,
+)
+from loopbreaker.signals.classify import classify
+from loopbreaker.timeutil import from_epoch
+
+METRICS_FILE = "metrics.om"
+LOGS_FILE = "logs.json"
+NODES_FILE = "nodes.json"
+PODS_FILE = "pods.json"
+JOBS_FILE = "jobs.json"
+
+#: Which metric feeds which kind of evidence (Managed Prometheus PromQL names).
+METRIC_KINDS: dict[str, EvidenceKind] = {
+    "kube_jobset_restarts": EvidenceKind.RESTARTS,
+    "training_operator_jobs_restarted_total": EvidenceKind.RESTARTS,
+    "kubernetes_io:node_pool_interruption_count": EvidenceKind.INTERRUPTIONS,
+    "kubernetes_io:node_status_condition": EvidenceKind.NODE_CONDITIONS,
+    "kube_pod_status_phase": EvidenceKind.POD_PHASES,
+    "kubernetes_io:pod_status_unschedulable": EvidenceKind.UNSCHEDULABLE,
+}
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SAMPLE = re.compile(rf"^(?P<name>{_NAME})(?:\{{(?P<labels>.*)\}})?\s+(?P<rest>.+)$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+
+
+@dataclass
+class LogRead:
+    """Signals read from log files, with the entries that were not LogEntries."""
+
+    signals: list[Signal] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (where, reason)
+    files: list[str] = field(default_factory=list)
+
+
+def parse_openmetrics(text: str, *, source: str = METRICS_FILE) -> dict[str, list[Series]]:
+    """Parse OpenMetrics (or Prometheus text) with timestamps into series by metric name."""
+    series: dict[tuple[str, tuple[tuple[str, str], ...]], list[Sample]] = {}
+    lines = text.splitlines()
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    if last != "# EOF":
+        # OpenMetrics ends every exposition with "# EOF"; without it the file may be cut short.
+        raise InvalidTelemetry(
+            f"{source}: does not end with '# EOF'; the file may be truncated "
+            "(append '# EOF' if it is complete)"
+        )
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if match is None:
+            raise InvalidTelemetry(f"{source} line {number}: not a metric sample: {raw[:120]!r}")
+        labels = _parse_labels(match["labels"] or "", source, number)
+        parts = match["rest"].split()
+        if len(parts) < 2:
+            raise InvalidTelemetry(
+                f"{source} line {number}: sample of {match['name']} has no timestamp; "
+                "offline metrics need one (unix seconds)"
+            )
+        try:
+            value = float(parts[0])
+            stamp = float(parts[1])
+        except ValueError as exc:
+            raise InvalidTelemetry(
+                f"{source} line {number}: value or timestamp is not a number: {raw[:120]!r}"
+            ) from exc
+        if not math.isfinite(stamp):
+            raise InvalidTelemetry(f"{source} line {number}: timestamp is not finite")
+        if stamp > 1e11:  # milliseconds, as the Prometheus text format writes them
+            stamp /= 1000.0
+        try:
+            at = from_epoch(stamp)
+        except ValueError as exc:
+            raise InvalidTelemetry(f"{source} line {number}: {exc}") from exc
+        key = (match["name"], tuple(sorted(labels.items())))
+        series.setdefault(key, []).append(Sample(at, value))
+    out: dict[str, list[Series]] = {}
+    for (name, labels_t), samples in series.items():
+        samples.sort(key=lambda s: s.at)
+        out.setdefault(name, []).append(Series(name, dict(labels_t), tuple(samples)))
+    return out
+
+
+def _parse_labels(text: str, source: str, number: int) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        match = _LABEL.match(text, pos)
+        if match is None:
+            raise InvalidTelemetry(f"{source} line {number}: malformed labels {{{text[:120]}}}")
+        value = re.sub(r"\\[\\\"n]", lambda m: _UNESCAPE[m.group(0)], match.group(2))
+        labels[match.group(1)] = value
+        pos = match.end()
+    return labels
+
+
+def read_log_file(path: Path, name: str | None = None) -> Iterator[tuple[str, object]]:
+    """Yield (location, value) for each entry of a JSON array, one JSON object, or JSONL."""
+    name = name or path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
+    stripped = text.strip()
+    if not stripped:
+        return
+    if stripped.startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidTelemetry(
+                f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from exc
+        for index, value in enumerate(values):
+            yield f"{name}[{index}]", value
+        return
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):  # one pretty-printed LogEntry
+        yield name, whole
+        return
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"{name}:{number}", json.loads(line)
+        except json.JSONDecodeError as exc:
+            # One bad line of a JSONL file loses that entry, not the whole file.
+            yield f"{name}:{number}", _Unparsable(exc.msg)
+
+
+class _Unparsable:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
+    result = LogRead()
+    for path in paths:
+        name = str(path.relative_to(root)) if root is not None else path.name
+        result.files.append(name)
+        for where, value in read_log_file(path, name):
+            if isinstance(value, _Unparsable):
+                result.rejected.append((where, f"not JSON: {value.reason}"))
+                continue
+            try:
+                result.signals.append(classify(value))
+            except InvalidLogEntry as exc:
+                result.rejected.append((where, str(exc)))
+    return result
+
+
+def log_files(directory: Path) -> list[Path]:
+    """logs.json, every *.jsonl, and *.json below subdirectories (Cloud Storage sink layout:
+    ``LOG_ID/YYYY/MM/DD/HH:MM:SS_HH:MM:SS_S0.json``, one LogEntry per line)."""
+    found = {p for p in directory.rglob("*.jsonl") if p.is_file()}
+    found |= {p for p in directory.glob("*/**/*.json") if p.is_file()}
+    files = sorted(found)
+    top = directory / LOGS_FILE
+    if top.is_file():
+        files.insert(0, top)
+    return files
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidTelemetry(
+            f"{path.name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
+
+
+def _objects(path: Path, kind: str) -> list[Any]:
+    document = _read_json(path)
+    if not (
+        isinstance(document, list)
+        or isinstance(document, dict)
+        and ("items" in document or "metadata" in document)
+    ):
+        raise InvalidTelemetry(
+            f"{path.name}: expected the output of 'kubectl get {kind} -o json' "
+            f"(a List with items), got {type(document).__name__}"
+        )
+    return items_of(document)
+
+
+def load_nodes(path: Path) -> tuple[NodeInfo, ...]:
+    return tuple(n for n in (node_info(i) for i in _objects(path, "nodes")) if n)
+
+
+def load_pods(path: Path) -> tuple[PodInfo, ...]:
+    return tuple(p for p in (pod_info(i) for i in _objects(path, "pods -A")) if p)
+
+
+def load_directory(directory: Path) -> Evidence:
+    """Read every telemetry file present; a missing file marks its evidence unavailable."""
+    if not directory.exists():
+        raise InvalidTelemetry(f"telemetry directory {directory} does not exist")
+    if not directory.is_dir():
+        raise InvalidTelemetry(f"telemetry path {directory} is not a directory")
+    sources: dict[EvidenceKind, SourceStatus] = {}
+    values: dict[str, Any] = {}
+
+    metrics_path = directory / METRICS_FILE
+    if metrics_path.is_file():
+        try:
+            text = metrics_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidTelemetry(f"cannot read {metrics_path}: {exc}") from exc
+        parsed = parse_openmetrics(text)
+        for name, kind in METRIC_KINDS.items():
+            values[kind.value] = values.get(kind.value, ()) + tuple(parsed.get(name, ()))
+            sources[kind] = SourceStatus(f"file:{METRICS_FILE}", True)
+    else:
+        for kind in METRIC_KINDS.values():
+            sources[kind] = SourceStatus(f"file:{METRICS_FILE}", False, f"{METRICS_FILE} not found")
+
+    files = log_files(directory)
+    rejected: tuple[tuple[str, str], ...] = ()
+    if files:
+        logs = read_logs(files, directory)
+        values["signals"] = tuple(logs.signals)
+        rejected = tuple(logs.rejected)
+        sources[EvidenceKind.LOGS] = SourceStatus("file:" + ",".join(logs.files), True)
+    else:
+        sources[EvidenceKind.LOGS] = SourceStatus(
+            f"file:{LOGS_FILE}", False, f"no {LOGS_FILE} or *.jsonl found"
+        )
+
+    jobs_path = directory / JOBS_FILE
+    if jobs_path.is_file():
+        # The jobs' Restarting conditions are restart reports like the operator's Events.
+        restarts = tuple(r for r in (job_restart(i) for i in _objects(jobs_path, "tfjobs")) if r)
+        values["signals"] = values.get("signals", ()) + restarts
+        log_status = sources.get(EvidenceKind.LOGS)
+        if log_status is None or not log_status.available:
+            sources[EvidenceKind.LOGS] = SourceStatus(
+                f"file:{JOBS_FILE}", True, "job conditions only: no log files"
+            )
+
+    for name, kind, loader, attr in (
+        (NODES_FILE, EvidenceKind.NODES, load_nodes, "nodes"),
+        (PODS_FILE, EvidenceKind.PODS, load_pods, "pods"),
+    ):
+        path = directory / name
+        if path.is_file():
+            values[attr] = loader(path)
+            sources[kind] = SourceStatus(f"file:{name}", True)
+        else:
+            sources[kind] = SourceStatus(f"file:{name}", False, f"{name} not found")
+
+    return Evidence(sources=sources, rejected_entries=rejected, **values)

@@ -1,0 +1,102 @@
+"""Grouping keys and dedup ids: which incident a signal may join (pure)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from loopbreaker.incidents.records import CLUSTER_SCOPES, IncidentKey, Scope, digest
+from loopbreaker.model import (
+    HOST_FAULT_KINDS,
+    WORKLOAD_FAULT_KINDS,
+    Signal,
+    SignalKind,
+)
+
+# Signals about the application are grouped by workload; everything else by where it ran.
+_WORKLOAD_KINDS = WORKLOAD_FAULT_KINDS | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
+
+
+def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey | None:
+    """The grouping key of a signal, or None when it concerns nothing we can name."""
+    if signal.kind is SignalKind.UNRECOGNIZED:
+        return None
+    project = signal.project or default_project
+
+    def key(scope: Scope, name: str) -> IncidentKey:
+        # Audit entries name no cluster: scopes unique without one meet across sinks.
+        cluster = signal.cluster if scope in CLUSTER_SCOPES else None
+        return IncidentKey(project, cluster, scope, name)
+
+    workload = workload_name(signal)
+    if signal.kind in _WORKLOAD_KINDS and workload:
+        return key(Scope.WORKLOAD, workload)
+    if signal.physical_host and signal.kind in HOST_FAULT_KINDS:
+        return key(Scope.HOST, signal.physical_host)
+    node = signal.node or signal.instance
+    # Entity resolution: a Compute audit entry names only the VM, a gke_nodepool entry the
+    # cluster and pool (and usually a node), a k8s_node entry the node. All of them are
+    # resolved to the pool's naming prefix, which every zonal instance group of a
+    # regional pool shares: one storm through both sinks, in all zones, is one incident.
+    prefix = pool_prefix(node) if node else None
+    if prefix is None and signal.node_pool and signal.cluster:
+        prefix = f"gke-{signal.cluster}-{signal.node_pool}"
+    if signal.node_pool:
+        return key(Scope.POOL, prefix) if prefix else key(Scope.NODE_POOL, signal.node_pool)
+    if workload:
+        return key(Scope.WORKLOAD, workload)
+    if prefix:
+        return key(Scope.POOL, prefix)
+    return key(Scope.NODE, node) if node else None
+
+
+def instance_group(instance: str) -> str | None:
+    """``gke-c-pool-1a2b3c4d-x7k2`` -> ``gke-c-pool-1a2b3c4d`` (GKE node naming)."""
+    if not instance.startswith("gke-"):
+        return None
+    head, _, suffix = instance.rpartition("-")
+    group_hash = head.rpartition("-")[2]
+    if len(suffix) == 4 and len(group_hash) == 8 and head.count("-") >= 3:
+        return head
+    return None
+
+
+def pool_prefix(name: str) -> str | None:
+    """``gke-c-pool-1a2b3c4d-x7k2`` (a node or VM) or ``gke-c-pool-1a2b3c4d-grp`` (its
+    managed instance group) -> ``gke-c-pool``: the prefix all zones of the pool share."""
+    group = instance_group(name)
+    if group is None and name.endswith("-grp"):
+        head = name[: -len("-grp")]
+        group_hash = head.rpartition("-")[2]
+        group = head if name.startswith("gke-") and len(group_hash) == 8 else None
+    return group.rpartition("-")[0] if group else None
+
+
+def workload_name(signal: Signal) -> str | None:
+    if not signal.workload:
+        return None
+    return f"{signal.namespace}/{signal.workload}" if signal.namespace else signal.workload
+
+
+def entry_id(entry: Mapping[str, Any]) -> str:
+    """Dedup id of a LogEntry: insertId + logName + timestamp (the whole entry without one)."""
+    insert_id = entry.get("insertId")
+    if isinstance(insert_id, str) and insert_id:
+        stamp = entry.get("timestamp")
+        return "e-" + digest(f"{entry.get('logName')}\n{stamp}\n{insert_id}")
+    return "e-" + digest(json.dumps(entry, sort_keys=True, default=str))
+
+
+def message_dedup_id(message_id: str) -> str:
+    return "m-" + digest(message_id)
+
+
+def dedup_ids(entry_id: str, message_id: str | None) -> tuple[str, ...]:
+    """The keys one delivery is remembered by: its entry id, and its messageId if any."""
+    return (entry_id, message_dedup_id(message_id)) if message_id else (entry_id,)
+
+
+def new_incident_id(key: IncidentKey, seed: str) -> str:
+    """Deterministic, so a replay of the same entries yields the same incident ids."""
+    return "inc-" + digest(f"{key}\n{seed}")[:16]

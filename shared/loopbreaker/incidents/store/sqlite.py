@@ -1,0 +1,384 @@
+"""SQLite incident store: the embedded default for the CLI and local runs.
+
+WAL journal, ``BEGIN IMMEDIATE`` transactions (the write lock is taken up front, so two
+processes cannot both decide to open an incident for one key), dedup keys as primary keys
+(``incident_id`` NULL for entries that concern no incident). A busy or locked database
+raises TransientError.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NoReturn
+
+from loopbreaker import incidents
+from loopbreaker.errors import ConfigError, TransientError
+from loopbreaker.incidents import Arrival, Incident, IndexEntry, State, Tallied
+from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
+from loopbreaker.model import HostFailureRecord, Signal
+from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
+
+SCHEMA_VERSION = 1
+#: How long a connection waits for another writer before the operation counts as transient.
+BUSY_TIMEOUT_SECONDS = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS incidents (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    final INTEGER NOT NULL,
+    first_event INTEGER NOT NULL,
+    last_event INTEGER NOT NULL,
+    opened_at INTEGER NOT NULL,
+    settle_at INTEGER,
+    expires_at INTEGER,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS incidents_key ON incidents (key, final);
+CREATE INDEX IF NOT EXISTS incidents_settle ON incidents (settle_at) WHERE settle_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS incidents_expires ON incidents (expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS signals (
+    incident_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (incident_id, seq)
+);
+CREATE TABLE IF NOT EXISTS dedup (
+    id TEXT PRIMARY KEY,
+    incident_id TEXT,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dedup_at ON dedup (at);
+CREATE TABLE IF NOT EXISTS host_failures (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    node TEXT,
+    at TEXT NOT NULL,
+    incident_id TEXT
+);
+CREATE INDEX IF NOT EXISTS host_failures_host ON host_failures (host);
+CREATE INDEX IF NOT EXISTS host_failures_node ON host_failures (node);
+CREATE TABLE IF NOT EXISTS deletions (
+    cluster TEXT NOT NULL,
+    incident_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (cluster, incident_id)
+);
+"""
+
+_TRANSIENT_MARKERS = ("locked", "busy")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _reraise(exc: sqlite3.OperationalError) -> NoReturn:
+    """A busy or locked database is worth a retry; anything else is a real fault."""
+    text = str(exc).lower()
+    if any(marker in text for marker in _TRANSIENT_MARKERS):
+        raise TransientError(f"SQLite store busy: {exc}") from exc
+    raise exc
+
+
+def _us(moment: datetime) -> int:
+    # Exact integer microseconds: float epochs would round differently from Firestore.
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _from_us(value: int) -> datetime:
+    return _EPOCH + value * _MICROSECOND
+
+
+class SqliteStore:
+    """IncidentStore on one SQLite file (``:memory:`` works for tests)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the SQLite store {self.path}: {exc}") from exc
+        #: Transactions begun, for the benchmark and tests.
+        self.transactions = 0
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_SECONDS,
+                isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+                check_same_thread=False,  # guarded by self._lock
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.OperationalError as exc:
+            _reraise(exc)
+        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+            raise ConfigError(f"SQLite store {self.path}: {exc}") from exc
+
+    # --- transactions ---------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self.transactions += 1
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                _reraise(exc)
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._conn.execute("ROLLBACK")
+                _reraise(exc)
+
+    # --- IncidentStore --------------------------------------------------------------
+
+    def ingest(self, arrival: Arrival) -> IngestResult:
+        ids = arrival.dedup_ids
+        key = str(arrival.key)
+        try:
+            with self._transaction() as db:
+                marks = ",".join("?" * len(ids))
+                seen = db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone()
+                if seen:
+                    return IngestResult(duplicate=True)
+                rows = db.execute(
+                    "SELECT id, first_event, last_event, state FROM incidents "
+                    "WHERE key = ? AND final = 0",
+                    (key,),
+                ).fetchall()
+                candidates = [
+                    IndexEntry(r[0], _from_us(r[1]), _from_us(r[2]), State(r[3])) for r in rows
+                ]
+                target = incidents.choose(
+                    candidates, arrival.event_time, arrival.policy.grouping_window
+                )
+                if target is None and arrival.join_only:
+                    db.executemany(
+                        "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
+                        [(i, _us(arrival.now)) for i in ids],
+                    )
+                    return IngestResult(duplicate=False)
+                current = self._load(db, target) if target else None
+                absorbed = incidents.absorb(current, arrival)
+                self._save(db, absorbed.incident)
+                at = _us(arrival.now)
+                db.executemany(
+                    "INSERT INTO dedup (id, incident_id, at) VALUES (?, ?, ?)",
+                    [(i, absorbed.incident.id, at) for i in ids],
+                )
+                if absorbed.kept_signal is not None:
+                    db.execute(
+                        "INSERT INTO signals (incident_id, seq, data) VALUES (?, ?, ?)",
+                        (
+                            absorbed.incident.id,
+                            absorbed.kept_signal["seq"],
+                            json.dumps(absorbed.kept_signal, separators=(",", ":")),
+                        ),
+                    )
+        except sqlite3.IntegrityError:
+            # Only reachable if another writer slipped in a dedup key: same outcome.
+            return IngestResult(duplicate=True)
+        return IngestResult(False, absorbed.incident, absorbed.created)
+
+    def remember(self, dedup_ids: Sequence[str], now: datetime) -> bool:
+        ids = list(dedup_ids)
+        if not ids:
+            return False
+        try:
+            with self._transaction() as db:
+                marks = ",".join("?" * len(ids))
+                seen = db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone()
+                if seen:
+                    return True
+                at = _us(now)
+                db.executemany(
+                    "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
+                    [(i, at) for i in ids],
+                )
+        except sqlite3.IntegrityError:
+            # Only reachable if another writer slipped in a dedup key: same outcome.
+            return True
+        return False
+
+    def update(self, incident_id: str, change: Change) -> UpdateResult:
+        with self._transaction() as db:
+            current = self._load(db, incident_id)
+            if current is None:
+                return UpdateResult(None, False)
+            updated = change(current)
+            if updated is None:
+                return UpdateResult(current, False)
+            self._save(db, updated)
+            return UpdateResult(updated, True)
+
+    def get(self, incident_id: str) -> Incident | None:
+        with self._lock:
+            return self._load(self._conn, incident_id)
+
+    def list_incidents(
+        self, *, states: Collection[State] | None = None, limit: int = 100
+    ) -> list[Incident]:
+        query = "SELECT data FROM incidents"
+        params: list[object] = []
+        if states is not None:
+            query += f" WHERE state IN ({','.join('?' * len(states))})"
+            params.extend(s.value for s in states)
+        query += " ORDER BY opened_at DESC, id LIMIT ?"
+        params.append(limit)
+        with self._lock:
+            rows = self._conn.execute(query, params).fetchall()
+        return [Incident.from_dict(json.loads(r[0])) for r in rows]
+
+    def due(self, now: datetime, limit: int) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id FROM incidents WHERE settle_at IS NOT NULL AND settle_at <= ? "
+                "ORDER BY settle_at, id LIMIT ?",
+                (_us(now), limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def expiring(self, now: datetime, limit: int) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id FROM incidents WHERE expires_at IS NOT NULL AND expires_at <= ? "
+                "ORDER BY expires_at, id LIMIT ?",
+                (_us(now), limit),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def signals(self, incident_id: str) -> list[Signal]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT data FROM signals WHERE incident_id = ? ORDER BY seq", (incident_id,)
+            ).fetchall()
+        return [Signal.from_dict(json.loads(r[0])) for r in rows]
+
+    def tally(self, incident_id: str) -> list[Tallied] | None:
+        return None  # every arrival updates the head in its own transaction
+
+    def host_history(
+        self, names: Collection[str], *, exclude_incident: str | None = None
+    ) -> list[HostFailureRecord]:
+        wanted = sorted(set(names))
+        if not wanted:
+            return []
+        marks = ",".join("?" * len(wanted))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT host, node, at, incident_id FROM host_failures "
+                f"WHERE host IN ({marks}) OR node IN ({marks}) ORDER BY at, host",
+                (*wanted, *wanted),
+            ).fetchall()
+        return [
+            HostFailureRecord(r[0], r[1], parse_rfc3339(r[2]), r[3])
+            for r in rows
+            if exclude_incident is None or r[3] != exclude_incident
+        ]
+
+    def record_host_failures(self, records: Sequence[HostFailureRecord]) -> None:
+        if not records:
+            return
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO host_failures (id, host, node, at, incident_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (
+                        incidents.host_failure_id(r),
+                        r.host,
+                        r.node,
+                        format_rfc3339(r.at),
+                        r.incident_id,
+                    )
+                    for r in records
+                ],
+            )
+
+    def prune(self, before: datetime) -> int:
+        with self._transaction() as db:
+            cursor = db.execute("DELETE FROM dedup WHERE at < ?", (_us(before),))
+            return cursor.rowcount
+
+    def deletions_since(self, cluster: str, since: datetime) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
+                (cluster, _us(since)),
+            ).fetchone()
+        return int(row[0])
+
+    def reserve_deletion(
+        self, cluster: str, incident_id: str, at: datetime, limit: int, window: timedelta = HOUR
+    ) -> bool:
+        with self._transaction() as db:
+            mine = db.execute(
+                "SELECT 1 FROM deletions WHERE cluster = ? AND incident_id = ?",
+                (cluster, incident_id),
+            ).fetchone()
+            if mine:
+                return True
+            (count,) = db.execute(
+                "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
+                (cluster, _us(at - window)),
+            ).fetchone()
+            if count >= limit:
+                return False
+            db.execute(
+                "INSERT INTO deletions (cluster, incident_id, at) VALUES (?, ?, ?)",
+                (cluster, incident_id, _us(at)),
+            )
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # --- rows -----------------------------------------------------------------------
+
+    @staticmethod
+    def _load(db: sqlite3.Connection, incident_id: str) -> Incident | None:
+        row = db.execute("SELECT data FROM incidents WHERE id = ?", (incident_id,)).fetchone()
+        return Incident.from_dict(json.loads(row[0])) if row else None
+
+    @staticmethod
+    def _save(db: sqlite3.Connection, incident: Incident) -> None:
+        db.execute(
+            "INSERT INTO incidents "
+            "(id, key, state, final, first_event, last_event, opened_at, settle_at, expires_at, "
+            "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET key = excluded.key, state = excluded.state, "
+            "final = excluded.final, first_event = excluded.first_event, "
+            "last_event = excluded.last_event, settle_at = excluded.settle_at, "
+            "expires_at = excluded.expires_at, data = excluded.data",
+            (
+                incident.id,
+                str(incident.key),
+                incident.state.value,
+                1 if incident.final else 0,
+                _us(incident.first_event),
+                _us(incident.last_event),
+                _us(incident.opened_at),
+                _us(incident.settle_at) if incident.settle_at else None,
+                _us(incident.expires_at) if incident.expires_at else None,
+                json.dumps(incident.to_dict(), separators=(",", ":")),
+            ),
+        )

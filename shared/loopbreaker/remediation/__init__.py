@@ -1,0 +1,1 @@
+"""Remediation: safety rules (pure), the actuators' ports and clients, the request queue."""
