@@ -67,14 +67,31 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
-def configure(level: str = "INFO", stream: TextIO | None = None) -> logging.Logger:
-    """Install the JSON handler on the ``loopbreaker`` logger (idempotent)."""
+class HumanFormatter(logging.Formatter):
+    """One quiet line for a person at a terminal: ``loopbreaker: warning: message (k=v)``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = {**getattr(record, "labels", {}), **getattr(record, "fields", {})}
+        detail = ", ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, "", [], {}))
+        line = f"loopbreaker: {record.levelname.lower()}: {record.getMessage()}"
+        if detail:
+            line += f" ({detail})"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def configure(
+    level: str = "INFO", stream: TextIO | None = None, *, human: bool = False
+) -> logging.Logger:
+    """Install the JSON (functions) or human (CLI) handler on the ``loopbreaker`` logger
+    (idempotent)."""
     logger = logging.getLogger(ROOT_LOGGER)
     for handler in list(logger.handlers):
         if isinstance(handler, _StderrHandler):
             logger.removeHandler(handler)
     handler = _StderrHandler(stream)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(HumanFormatter() if human else JsonFormatter())
     logger.addHandler(handler)
     logger.setLevel(level)
     # Our lines are complete on their own; the root logger would print them a second time.

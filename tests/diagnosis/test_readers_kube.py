@@ -96,6 +96,7 @@ def test_nodes_and_pods_are_mapped(kube: KubernetesServer, tmp_path: Path) -> No
         node="n1",
         workload="w",
         coordinator=True,
+        workload_kind="jobset",
     )
     assert [p.name for p in pods] == ["w-slice-0-0-aaaaa", "w-slice-0-1-bbbbb"]
     assert [r_.path for r_ in kube.requests] == ["/api/v1/nodes", "/api/v1/namespaces/train/pods"]

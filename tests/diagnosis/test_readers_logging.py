@@ -93,7 +93,11 @@ ENTRIES: list[dict[str, Any]] = [
         },
         "resource": {
             "type": "k8s_pod",
-            "labels": {"cluster_name": CLUSTER, "pod_name": f"{WORKLOAD}-slice-1-0-xxxxx"},
+            "labels": {
+                "cluster_name": CLUSTER,
+                "namespace_name": "ns",
+                "pod_name": f"{WORKLOAD}-slice-1-0-xxxxx",
+            },
         },
     },
     _container("co1", NCCL, "2026-05-20T08:05:00Z", "0", "0"),

@@ -151,13 +151,27 @@ def test_live_prometheus_403_is_skipped_once(capsys: pytest.CaptureFixture[str])
         code = main(["validate-queries", "--prometheus-url", gmp.prefix(), "--format", "json"])
         assert len(gmp.requests) == 1
     captured = capsys.readouterr()
-    assert code == 0  # offline checks pass; live ones are skipped with a warning
+    # Offline checks pass, but the live checks that were asked for could not run: not a pass.
+    assert code == 1
     out = json.loads(captured.out)
     live = [r for r in out["results"] if r["check"].startswith("live")]
     assert {r["status"] for r in live} == {"skip"}
     assert "HTTP 403" in live[0]["message"]
     assert "not sent: HTTP 403" in live[1]["message"]
-    assert "warning:" in captured.err and "skipped" in captured.err
+    assert f"{len(live)} live check(s) could not run: HTTP 403" in captured.err
+
+
+def test_live_prometheus_unreachable_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    code = main(["validate-queries", "--prometheus-url", url, "--timeout", "2"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "live check(s) could not run" in captured.err
 
 
 def test_live_logging_one_entry_reads(tmp_path: Path) -> None:

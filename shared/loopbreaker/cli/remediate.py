@@ -8,7 +8,6 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from loopbreaker import logs
 from loopbreaker.app.bootstrap import build_remediator
 from loopbreaker.app.remediation_executor import Report, Result
 from loopbreaker.app.settings import Runtime, load_settings
@@ -50,7 +49,6 @@ def run_remediate(args: argparse.Namespace) -> int:
     if args.compute_endpoint:
         env["LOOPBREAKER_COMPUTE_ENDPOINT"] = args.compute_endpoint
     settings = load_settings(env, runtime=Runtime.LOCAL)
-    logs.configure(settings.log_level)
     if args.dry_run is not None:
         policy = replace(settings.remediation.policy, dry_run=args.dry_run)
         settings = replace(settings, remediation=replace(settings.remediation, policy=policy))
@@ -80,7 +78,12 @@ def run_remediate(args: argparse.Namespace) -> int:
 
 def to_text(report: Report, *, dry_run: bool) -> str:
     title = "Dry-run remediation plan" if dry_run else "Remediation"
-    lines = [f"{title} of {report.incident_id}: {report.result.value}", f"  {report.reason}"]
+    outcome = report.result.value
+    failed = [s.step.value for s in report.steps if s.outcome.value == "failed"]
+    if report.result is Result.PLANNED and failed:
+        # A plan whose re-check fails is a remediation that would not happen: say so first.
+        outcome = f"failed ({', '.join(failed)} would fail; nothing would be done)"
+    lines = [f"{title} of {report.incident_id}: {outcome}", f"  {report.reason}"]
     for step in report.steps:
         lines.append(f"  {step.step.value:<20} {step.outcome.value:<8} {step.detail}")
         lines += [f"      {call}" for call in step.calls]

@@ -112,6 +112,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(to_table(report))
     skipped = [r for r in report.results if r.status is Status.SKIP and r.check != "deprecated"]
+    live = [r for r in skipped if r.check.startswith("live ")]
+    if live:
+        # A live check was asked for and could not run: that is not a pass.
+        print(
+            f"loopbreaker: error: {len(live)} live check(s) could not run: {live[0].message}",
+            file=sys.stderr,
+        )
+        return 1
     if skipped:
         print(
             f"warning: {len(skipped)} check(s) skipped: {skipped[0].message}",

@@ -227,7 +227,10 @@ def _remediation(cause: RootCause, suspects: Sequence[SuspectHost], ctx: Context
                 f"Delete the GCE VM(s) {instances} so the managed instance group recreates "
                 "them on healthy hardware (never shrink the group).",
                 f"Open a Google Cloud support case naming physical host {target.host} "
-                "(draft attached).",
+                "(draft attached)."
+                if target.host_known
+                else f"Find the physical host of node {target.host} (Compute Engine "
+                "resourceStatus.physicalHost) before opening a support case.",
             ),
         )
     if cause is RootCause.HOST_ERROR and target is not None:
@@ -289,7 +292,9 @@ def _summary(
         RootCause.UNKNOWN: "no infrastructure cause found; inspect the application.",
     }.get(cause, "")
     if cause is RootCause.FAULTY_HOST:
-        tail = f"physical host {suspects[0].host} failed {suspects[0].failures} times."
+        # Without host data the "host" is the node itself: never call it a physical host.
+        what = "physical host" if suspects[0].host_known else "node (physical host unknown)"
+        tail = f"{what} {suspects[0].host} failed {suspects[0].failures} times."
     elif cause is RootCause.HOST_ERROR:
         tail = f"host {suspects[0].host} failed once."
     return f"{head}; {tail}"

@@ -32,7 +32,8 @@ STEP_TITLES: Mapping[int, str] = {
 #: so a live Prometheus and a metrics.om file give the same answer.
 RAW_SELECTORS: Mapping[EvidenceKind, str] = {
     EvidenceKind.RESTARTS: (
-        'kube_jobset_restarts{cluster="{cluster_name}", jobset_name="{workload_name}"}'
+        'kube_jobset_restarts{cluster="{cluster_name}", namespace="{namespace}", '
+        'jobset_name="{workload_name}"}'
     ),
     EvidenceKind.INTERRUPTIONS: (
         'kubernetes_io:node_pool_interruption_count{cluster_name="{cluster_name}"}'
@@ -41,11 +42,12 @@ RAW_SELECTORS: Mapping[EvidenceKind, str] = {
         'kubernetes_io:node_status_condition{cluster_name="{cluster_name}", condition="Ready"}'
     ),
     EvidenceKind.POD_PHASES: (
-        'kube_pod_status_phase{cluster="{cluster_name}", pod=~"{workload_name}.*"}'
+        'kube_pod_status_phase{cluster="{cluster_name}", namespace="{namespace}", '
+        'pod=~"{workload_name}.*"}'
     ),
     EvidenceKind.UNSCHEDULABLE: (
         'kubernetes_io:pod_status_unschedulable{cluster_name="{cluster_name}", '
-        'pod_name=~"{workload_name}.*"}'
+        'namespace_name="{namespace}", pod_name=~"{workload_name}.*"}'
     ),
 }
 
@@ -105,7 +107,8 @@ TEMPLATES: tuple[Template, ...] = (
         "restarts",
         1,
         P,
-        'kube_jobset_restarts{jobset_name="{workload_name}", cluster="{cluster_name}"}',
+        'kube_jobset_restarts{jobset_name="{workload_name}", cluster="{cluster_name}", '
+        'namespace="{namespace}"}',
         "Lifetime restart count of the JobSet (a gauge of status.restarts).",
         kinds=_JOBSET,
     ),
@@ -114,7 +117,7 @@ TEMPLATES: tuple[Template, ...] = (
         1,
         P,
         'max by (jobset_name) (increase(kube_jobset_restarts{cluster="{cluster_name}", '
-        'jobset_name="{workload_name}"}[60m]))',
+        'namespace="{namespace}", jobset_name="{workload_name}"}[60m]))',
         "Restarts inside the 60 minute window (evaluate at end_time).",
         kinds=_JOBSET,
     ),
@@ -123,7 +126,7 @@ TEMPLATES: tuple[Template, ...] = (
         1,
         P,
         'max by (jobset_name) (changes(kube_jobset_restarts{cluster="{cluster_name}", '
-        'jobset_name="{workload_name}"}[60m]))',
+        'namespace="{namespace}", jobset_name="{workload_name}"}[60m]))',
         "How often the restart gauge changed inside the window.",
         kinds=_JOBSET,
     ),
@@ -182,6 +185,7 @@ TEMPLATES: tuple[Template, ...] = (
         'logName="projects/{project_id}/logs/events"\n'
         'AND resource.labels.cluster_name="{cluster_name}"\n'
         'AND jsonPayload.involvedObject.kind="{job_kind}"\n'
+        'AND jsonPayload.involvedObject.namespace="{namespace}"\n'
         'AND jsonPayload.involvedObject.name="{workload_name}"\n'
         'AND jsonPayload.reason=("{job_kind}Restarting" OR "JobRestarting")\n' + _WINDOW_LQL,
         "The operator's restart events of this job (they name it; the counter does not).",
@@ -357,6 +361,7 @@ TEMPLATES: tuple[Template, ...] = (
         'logName="projects/{project_id}/logs/events"\n'
         'AND resource.type="k8s_pod"\nAND resource.labels.cluster_name="{cluster_name}"\n'
         'AND jsonPayload.reason=("FailedScheduling" OR "NotTriggerScaleUp")\n'
+        'AND resource.labels.namespace_name="{namespace}"\n'
         'AND resource.labels.pod_name:"{workload_name}"\n' + _WINDOW_LQL,
         "Scheduling failures of the workload's pods.",
     ),
@@ -365,6 +370,7 @@ TEMPLATES: tuple[Template, ...] = (
         4,
         L,
         'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND resource.labels.namespace_name="{namespace}"\n'
         'AND labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{workload_name}"\n'
         'AND labels."k8s-pod/jobset_sigs_k8s_io/job-index"="0"\n'
         'AND labels."k8s-pod/batch_kubernetes_io/job-completion-index"="0"\n' + _WINDOW_LQL,
@@ -376,6 +382,7 @@ TEMPLATES: tuple[Template, ...] = (
         4,
         L,
         'resource.type="k8s_container"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND resource.labels.namespace_name="{namespace}"\n'
         'AND labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{workload_name}"\n' + _WINDOW_LQL,
         "Logs of every worker of the JobSet (the published query).",
         kinds=_JOBSET,
@@ -414,12 +421,29 @@ def fill(text: str, values: Mapping[str, str | None]) -> str:
     return _PLACEHOLDER.sub(sub, text)
 
 
+#: Clauses that pin the namespace: a line of LQL, or one PromQL matcher.
+_NAMESPACE_CLAUSES = (
+    re.compile(r'\nAND [^\n]*="\{namespace\}"'),
+    re.compile(r', [a-z_]+="\{namespace\}"'),
+    re.compile(r'[a-z_]+="\{namespace\}", '),
+)
+
+
+def scoped(text: str, context: Context) -> str:
+    """The template for this context: without a namespace, its namespace clauses go (every
+    namespace is searched and the evidence is scoped afterwards), and the rest is filled."""
+    if not context.namespace:
+        for clause in _NAMESPACE_CLAUSES:
+            text = clause.sub("", text)
+    return fill(text, context.placeholders())
+
+
 def render(template: Template, context: Context) -> Query:
     return Query(
         id=template.id,
         step=template.step,
         language=template.language,
-        text=fill(template.text, context.placeholders()),
+        text=scoped(template.text, context),
         description=template.description,
         deprecated=template.deprecated,
     )
@@ -442,7 +466,6 @@ def selector(kind: EvidenceKind, context: Context) -> str:
     """The raw selector for one kind of metric evidence, filled from the context."""
     text = RAW_SELECTORS[kind]
     if kind is EvidenceKind.RESTARTS and context.workload_kind.kubeflow:
+        # Without a namespace, every namespace; the job's events attribute the restarts.
         text = KUBEFLOW_RESTARTS_SELECTOR
-        if not context.namespace:  # every namespace; the job's events attribute them
-            text = text.replace(', job_namespace="{namespace}"', "")
-    return fill(text, context.placeholders())
+    return scoped(text, context)

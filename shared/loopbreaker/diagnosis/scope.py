@@ -348,6 +348,10 @@ def resolve(ctx: Context, ev: Evidence, *, kind_given: bool) -> Resolved:
         raise NoEvidence(
             f"{ctx.workload} exists in namespaces {', '.join(sorted(namespaces))}; pass --namespace"
         )
+    if ctx.namespace is None and namespaces:
+        (namespace,) = namespaces
+        ctx = replace(ctx, namespace=namespace)
+        note.append(f"namespace {namespace} detected from the evidence")
     return Resolved(ctx, "; ".join(note) or None)
 
 

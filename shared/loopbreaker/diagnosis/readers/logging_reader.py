@@ -9,11 +9,12 @@ that the same code path runs against a local fake in tests.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import requests
 
-from loopbreaker.diagnosis.queries import fill, templates_for
+from loopbreaker.diagnosis.queries import scoped, templates_for
 from loopbreaker.diagnosis.readers import LogReadResult, QueryRejected, SourceUnreachable
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.diagnosis.readers.retry import DEFAULT_TIMEOUT, RetryPolicy, network_reason
@@ -75,8 +76,8 @@ class CloudLoggingReader:
         by_id = {
             t.id: t for t in templates_for(context.workload_kind) if t.language is QueryLanguage.LQL
         }
-        values = {**context.placeholders(), "project_id": self.project}
-        return [(qid, fill(by_id[qid].text, values)) for qid in self._query_ids if qid in by_id]
+        ctx = replace(context, project=self.project)
+        return [(qid, scoped(by_id[qid].text, ctx)) for qid in self._query_ids if qid in by_id]
 
     def read(self, context: Context) -> LogReadResult:
         """Run every filter; raise SourceUnavailable only when none could be read."""
