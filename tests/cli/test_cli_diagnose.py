@@ -239,7 +239,7 @@ def test_missing_files_make_steps_unavailable_but_diagnosis_continues(
         ({"metrics.om": 'kube_jobset_restarts{jobset_name="w"} 1\n# EOF\n'}, "metrics.om line 1"),
         ({"metrics.om": 'kube_jobset_restarts{jobset_name="w"} 1 1716190000\n'}, "# EOF"),
         ({"metrics.om": "kube_jobset_restarts{jobset_name=w} 1 1716190000\n# EOF\n"}, "labels"),
-        ({"logs.json": '[{"insertId": "a",'}, "logs.json: invalid JSON at line 1"),
+        ({"logs.json": '[{"insertId": "a",'}, "logs.json[0]: not valid JSON"),
         ({"metrics.om": 'kube_jobset_restarts{jobset_name="w"} 1 1e20\n# EOF\n'}, "out of range"),
         ({"pods.json": '"hello"'}, "pods.json: expected the output of 'kubectl get pods"),
         ({"nodes.json": "{oops"}, "nodes.json: invalid JSON"),

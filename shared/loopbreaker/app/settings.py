@@ -206,7 +206,8 @@ class Variable:
     description: str
 
 
-#: The documented variables, in README order (``python -m loopbreaker.app.settings`` prints them).
+#: The documented variables, in docs/configuration.md order
+#: (``python -m loopbreaker.app.settings`` prints them).
 VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_STORE",
@@ -774,7 +775,7 @@ def _topic(raw: str | None, project: str | None) -> str | None:
 
 
 def markdown_table() -> str:
-    """The README table of variables and defaults."""
+    """The table in docs/configuration.md of variables and defaults."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
     rows += [f"| `{v.name}` | {v.default} | {v.description} |" for v in VARIABLES]
     return "\n".join(rows)

@@ -30,6 +30,7 @@ from loopbreaker.model import (
     Sample,
     Series,
     Signal,
+    SignalKind,
     SourceStatus,
 )
 from loopbreaker.signals.classify import classify
@@ -130,40 +131,20 @@ def _parse_labels(text: str, source: str, number: int) -> dict[str, str]:
 
 
 def read_log_file(path: Path, name: str | None = None) -> Iterator[tuple[str, object]]:
-    """Yield (location, value) for each entry of a JSON array, one JSON object, or JSONL."""
+    """Yield (location, value) for each entry of a JSON array, one JSON object, or JSONL,
+    streamed: memory holds one entry, not the file. An entry that is not JSON is yielded
+    as :class:`_Unparsable`; a file whose structure breaks is an InvalidTelemetry."""
+    from loopbreaker.signals import files
+
     name = name or path.name
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
-    stripped = text.strip()
-    if not stripped:
-        return
-    if stripped.startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidTelemetry(
-                f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from exc
-        for index, value in enumerate(values):
-            yield f"{name}[{index}]", value
-        return
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict):  # one pretty-printed LogEntry
-        yield name, whole
-        return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield f"{name}:{number}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            # One bad line of a JSONL file loses that entry, not the whole file.
-            yield f"{name}:{number}", _Unparsable(exc.msg)
+    for item in files.read([path]):
+        where = name + item.source[len(str(path)) :] if item.source.startswith(str(path)) else name
+        if item.fatal:
+            raise InvalidTelemetry(f"{where}: {item.error}")
+        if item.error is not None:
+            yield where, _Unparsable(item.error)
+        else:
+            yield where, item.value
 
 
 class _Unparsable:
@@ -171,8 +152,16 @@ class _Unparsable:
         self.reason = reason
 
 
+#: Unrecognized entries only tell what the logs name (workloads, clusters, the time span):
+#: one first and one last entry per identity keep that, and memory bounded by the
+#: evidence, not by the file.
+def _identity(sig: Signal) -> tuple[object, ...]:
+    return (sig.project, sig.cluster, sig.namespace, sig.workload, sig.workload_kind, sig.node)
+
+
 def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
     result = LogRead()
+    spans: dict[tuple[object, ...], list[Signal]] = {}
     for path in paths:
         name = str(path.relative_to(root)) if root is not None else path.name
         result.files.append(name)
@@ -181,9 +170,21 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
                 result.rejected.append((where, f"not JSON: {value.reason}"))
                 continue
             try:
-                result.signals.append(classify(value))
+                sig = classify(value)
             except InvalidLogEntry as exc:
                 result.rejected.append((where, str(exc)))
+                continue
+            if sig.kind is not SignalKind.UNRECOGNIZED:
+                result.signals.append(sig)
+                continue
+            span = spans.setdefault(_identity(sig), [sig, sig])
+            if sig.timestamp is not None:
+                if span[0].timestamp is None or sig.timestamp < span[0].timestamp:
+                    span[0] = sig
+                if span[1].timestamp is None or sig.timestamp > span[1].timestamp:
+                    span[1] = sig
+    for first, last in spans.values():
+        result.signals += [first] if first is last else [first, last]
     return result
 
 

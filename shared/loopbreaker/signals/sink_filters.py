@@ -109,6 +109,6 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     (root / TERRAFORM_FILE).write_text(render(), encoding="utf-8")
     print(f"wrote {TERRAFORM_FILE}")
