@@ -1,9 +1,16 @@
-"""The Prometheus rules, Alertmanager route and Grafana dashboard in deploy/ work as shipped."""
+"""The kustomize package in deploy/prometheus works as a kube-prometheus-stack user applies it.
+
+Everything is checked on what ``kubectl kustomize deploy/prometheus`` renders: the rules with
+promtool, the AlertmanagerConfig (turned into alertmanager.yml as the operator does) with
+amtool, the dashboard ConfigMap with the validate-queries parser and promtool.
+"""
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -12,6 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
+from harness.prometheus import (
+    alertmanager_config_from_crds,
+    kustomize_build,
+    load_kubernetes_yaml,
+)
 from harness.tools import ensure_executable
 
 from loopbreaker.diagnosis.validate_queries import (
@@ -24,15 +36,39 @@ from loopbreaker.model import QueryLanguage
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"
-RULES = PROMETHEUS / "loopbreaker-rules.yaml"
+KUSTOMIZATION = PROMETHEUS / "kustomization.yaml"
 RULE_TESTS = sorted((PROMETHEUS / "tests").glob("*_test.yaml"))
-RECEIVER = PROMETHEUS / "alertmanager-receiver.yaml"
-DASHBOARD = ROOT / "deploy" / "grafana" / "loopbreaker-dashboard.json"
+DASHBOARD_FILE = ROOT / "deploy" / "grafana" / "loopbreaker-dashboard.json"
+GUIDE = ROOT / "docs" / "prometheus.md"
+RUNBOOKS = ROOT / "docs" / "runbooks"
 
-#: The name the test files give their rule file; the README's manual recipe writes it.
+NAMESPACE = "monitoring"
+RELEASE = "kube-prometheus-stack"
+RUNBOOK_BASE = "https://github.com/loopbreaker/loopbreaker/blob/main/docs/runbooks"
+#: The Secret the AlertmanagerConfig reads, as docs/prometheus.md has the user create it.
+WEBHOOK_SECRET = "loopbreaker-webhook"
+WEBHOOK_URL = (
+    "https://us-central1-my-project.cloudfunctions.net/loopbreaker-on-alertmanager-webhook"
+)
+WEBHOOK_TOKEN = "s3cret-token"
+#: The receiver name the operator gives the AlertmanagerConfig's receiver.
+WEBHOOK_RECEIVER = f"{NAMESPACE}/loopbreaker/webhook"
+#: The chart's own Alertmanager configuration (its Watchdog route) plus a team's routes.
+CHART_CONFIG: dict[str, Any] = {
+    "route": {
+        "receiver": "team-default",
+        "group_by": ["namespace"],
+        "routes": [
+            {"receiver": "null", "matchers": ['alertname="Watchdog"']},
+            {"receiver": "team-oncall", "matchers": ['severity="critical"']},
+        ],
+    },
+    "receivers": [{"name": "null"}, {"name": "team-default"}, {"name": "team-oncall"}],
+}
+
+#: The name the test files give their rule file; the guide's manual recipe writes it.
 SPEC_FILE_NAME = "loopbreaker-rules.spec.yaml"
 SIGNALS = {"restart_loop", "node_not_ready", "pods_pending", "gpu_health"}
-RUNBOOK = "https://github.com/loopbreaker/loopbreaker/blob/main/deploy/prometheus/README.md#"
 ALERTS = {
     "LoopbreakerJobSetRestartLoop": "restart_loop",
     "LoopbreakerTFJobRestartLoop": "restart_loop",
@@ -83,8 +119,24 @@ def output(done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}\n{done.stdout}{done.stderr}"
 
 
+@functools.cache
+def _rendered() -> str:
+    return yaml.safe_dump_all(kustomize_build(PROMETHEUS))
+
+
+def rendered() -> list[dict[str, Any]]:
+    """``kubectl kustomize deploy/prometheus``, rendered once; each caller gets a copy."""
+    return load_kubernetes_yaml(_rendered())
+
+
+def the(kind: str, resources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    matching = [r for r in (rendered() if resources is None else resources) if r["kind"] == kind]
+    assert len(matching) == 1, (kind, [r["metadata"]["name"] for r in matching])
+    return matching[0]
+
+
 def load_rule_crd() -> dict[str, Any]:
-    return yaml.safe_load(RULES.read_text())
+    return the("PrometheusRule")
 
 
 def alerting_rules(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -122,6 +174,150 @@ def rule_test_cases() -> Iterator[dict[str, Any]]:
             yield from test.get("alert_rule_test", [])
 
 
+def guide_block(marker: str) -> str:
+    """The fenced block that follows ``<!-- marker`` in docs/prometheus.md."""
+    match = re.search(
+        rf"<!-- {re.escape(marker)}\b[^\n]*-->\n```\w*\n(?P<body>.*?)\n```", GUIDE.read_text(), re.S
+    )
+    assert match, f"docs/prometheus.md has no block marked {marker!r}"
+    return match["body"]
+
+
+def markdown_anchors(path: Path) -> set[str]:
+    """GitHub's anchors of the headings of ``path`` (lines in fenced blocks are not headings)."""
+    anchors = set()
+    fenced = False
+    for line in path.read_text().splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif line.startswith("#") and not fenced:
+            heading = re.sub(r"[^a-z0-9 _-]", "", line.lstrip("#").strip().lower())
+            anchors.add(heading.replace(" ", "-"))
+    return anchors
+
+
+# --- the package -----------------------------------------------------------------------
+
+
+def test_the_package_renders_rules_routing_and_dashboard() -> None:
+    resources = rendered()
+    assert sorted((r["apiVersion"], r["kind"], r["metadata"]["name"]) for r in resources) == [
+        ("monitoring.coreos.com/v1", "PrometheusRule", "loopbreaker"),
+        ("monitoring.coreos.com/v1alpha1", "AlertmanagerConfig", "loopbreaker"),
+        ("v1", "ConfigMap", "loopbreaker-dashboard"),
+    ]
+    for resource in resources:
+        metadata = resource["metadata"]
+        assert metadata["namespace"] == NAMESPACE, metadata
+        assert metadata["labels"]["release"] == RELEASE, metadata
+        assert metadata["labels"]["app.kubernetes.io/part-of"] == "loopbreaker", metadata
+    # The runbook ConfigMap is local-config: it feeds the component and is never applied.
+    assert "loopbreaker-runbooks" not in _rendered()
+    assert "RUNBOOK_BASE_URL" not in _rendered()
+
+
+def test_namespace_and_release_are_set_in_the_kustomization_only() -> None:
+    kustomization = yaml.safe_load(KUSTOMIZATION.read_text())
+    assert kustomization["namespace"] == NAMESPACE
+    assert {"release": RELEASE} in [entry["pairs"] for entry in kustomization["labels"]]
+    for path in (PROMETHEUS / "loopbreaker-rules.yaml", PROMETHEUS / "alertmanager-config.yaml"):
+        metadata = yaml.safe_load(path.read_text())["metadata"]
+        assert "namespace" not in metadata, path
+        assert "release" not in metadata.get("labels", {}), path
+
+
+def documented_overlay(directory: Path) -> Path:
+    """The guide's overlay example, written to ``directory`` with its remote bases made
+    local (the tests reach no network)."""
+    overlay = yaml.safe_load(guide_block("overlay-example"))
+    remote = "https://github.com/loopbreaker/loopbreaker//deploy/prometheus"
+    local = os.path.relpath(PROMETHEUS, directory)
+    assert overlay["resources"] == [f"{remote}?ref=main"]
+    assert overlay["components"] == [f"{remote}/runbook-urls?ref=main"]
+    overlay["resources"] = [local]
+    overlay["components"] = [f"{local}/runbook-urls"]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
+    return directory
+
+
+def test_the_documented_overlay_moves_namespace_release_and_runbooks(tmp_path: Path) -> None:
+    resources = kustomize_build(documented_overlay(tmp_path / "overlay"))
+    assert sorted(r["kind"] for r in resources) == sorted(r["kind"] for r in rendered())
+    for resource in resources:
+        metadata = resource["metadata"]
+        assert metadata["namespace"] == "observability", metadata
+        assert metadata["labels"]["release"] == "prom", metadata
+    text = yaml.safe_dump_all(resources)
+    assert RELEASE not in text and f"namespace: {NAMESPACE}\n" not in text
+    assert "loopbreaker-runbooks" not in text
+    urls = {
+        rule["alert"]: rule["annotations"]["runbook_url"]
+        for rule in alerting_rules(the("PrometheusRule", resources)["spec"])
+    }
+    assert urls == {name: f"https://wiki.example.com/sre/loopbreaker/{name}.md" for name in ALERTS}
+
+
+def test_an_overlay_without_the_component_keeps_the_default_runbooks(tmp_path: Path) -> None:
+    directory = tmp_path / "release-only"
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [os.path.relpath(PROMETHEUS, directory)],
+                "namespace": "obs",
+                "labels": [{"pairs": {"release": "prom"}}],
+            }
+        )
+    )
+    rule = the("PrometheusRule", kustomize_build(directory))
+    assert rule["metadata"]["namespace"] == "obs"
+    assert {r["annotations"]["runbook_url"] for r in alerting_rules(rule["spec"])} == {
+        f"{RUNBOOK_BASE}/{name}.md" for name in ALERTS
+    }
+
+
+# --- runbooks --------------------------------------------------------------------------
+
+
+def test_runbook_urls_come_from_the_one_base_in_the_kustomization() -> None:
+    (generator,) = yaml.safe_load(KUSTOMIZATION.read_text())["configMapGenerator"]
+    assert generator["name"] == "loopbreaker-runbooks"
+    assert generator["literals"] == [f"baseURL={RUNBOOK_BASE}"]
+    assert generator["options"]["annotations"] == {"config.kubernetes.io/local-config": "true"}
+    for rule in alerting_rules(load_rule_crd()["spec"]):
+        assert rule["annotations"]["runbook_url"] == f"{RUNBOOK_BASE}/{rule['alert']}.md"
+
+
+def test_every_alert_has_its_runbook() -> None:
+    index = (RUNBOOKS / "README.md").read_text()
+    for name in ALERTS:
+        page = RUNBOOKS / f"{name}.md"
+        assert page.is_file(), page
+        assert page.read_text().splitlines()[0] == f"# {name}", page
+        assert f"[{name}]({name}.md)" in index, name
+    assert {p.stem for p in RUNBOOKS.glob("Loopbreaker*.md")} == set(ALERTS)
+
+
+def test_links_between_the_guide_runbooks_and_package_resolve() -> None:
+    """Relative links of docs/prometheus.md and docs/runbooks/ into those pages and into
+    deploy/: the file exists and, into the guide, so does the heading."""
+    anchors = markdown_anchors(GUIDE)
+    checked = 0
+    for page in [*RUNBOOKS.glob("*.md"), GUIDE]:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([\w-]+))?\)", page.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            path = (page.parent / target).resolve() if target else page
+            if not (path == GUIDE or RUNBOOKS in path.parents or ROOT / "deploy" in path.parents):
+                continue  # other engineers' pages
+            assert path.exists(), (page.name, target)
+            if anchor and path == GUIDE:
+                assert anchor in anchors, (page.name, anchor)
+            checked += 1
+    assert checked > 30, checked
+
+
 # --- PrometheusRule --------------------------------------------------------------------
 
 
@@ -129,7 +325,7 @@ def test_prometheus_rule_is_a_crd_the_operator_selects() -> None:
     crd = load_rule_crd()
     assert crd["apiVersion"] == "monitoring.coreos.com/v1"
     assert crd["kind"] == "PrometheusRule"
-    assert crd["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert crd["metadata"]["labels"]["release"] == RELEASE
     assert set(crd["spec"]) == {"groups"}
 
 
@@ -147,18 +343,6 @@ def test_every_alert_carries_the_webhook_label_contract() -> None:
         assert labels.get("workload_kind") == WORKLOAD_KINDS.get(name), name
         annotations = rule["annotations"]
         assert annotations["summary"].strip() and annotations["description"].strip(), name
-        assert annotations["runbook_url"] == RUNBOOK + name.lower(), name
-
-
-def test_runbook_anchors_exist_in_the_readme() -> None:
-    readme = (PROMETHEUS / "README.md").read_text()
-    headings = {
-        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
-        for line in readme.splitlines()
-        if line.startswith("#")
-    }
-    for name in ALERTS:
-        assert name.lower() in headings, name
 
 
 def test_rule_expressions_pass_promtool_check_rules(tmp_path: Path) -> None:
@@ -184,7 +368,7 @@ def test_rule_tests_cover_every_alert_firing_and_silent() -> None:
             labels = alert["exp_labels"]
             assert IDENTITY[signal] <= set(labels), (name, labels)
             assert labels["loopbreaker_signal"] == signal
-            assert "runbook_url" in alert["exp_annotations"], name
+            assert alert["exp_annotations"]["runbook_url"] == f"{RUNBOOK_BASE}/{name}.md"
     restarts = [a["exp_labels"] for n in WORKLOAD_KINDS for a in fires[n]]
     assert {labels["workload_kind"] for labels in restarts} == set(WORKLOAD_KINDS.values())
     assert any("cluster" in labels for labels in restarts), "no case keeps `cluster`"
@@ -231,7 +415,7 @@ def test_rule_tests_fail_when_the_node_join_ignores_the_cluster(tmp_path: Path) 
 
 
 def test_rule_tests_fail_when_a_contract_label_changes(tmp_path: Path) -> None:
-    spec = copy.deepcopy(load_rule_crd()["spec"])
+    spec = load_rule_crd()["spec"]
     for rule in alerting_rules(spec):
         if rule["alert"] == "LoopbreakerGPUXidError":
             rule["labels"]["loopbreaker_signal"] = "restart_loop"
@@ -239,68 +423,143 @@ def test_rule_tests_fail_when_a_contract_label_changes(tmp_path: Path) -> None:
     assert done.returncode != 0, output(done)
 
 
+#: The GPU alerts before they resolved the node: DCGM's Hostname copied into `node`.
+HOSTNAME_ONLY = {
+    "LoopbreakerGPUXidError": """label_replace(
+  max by (cluster, Hostname, gpu, UUID, modelName) (max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])),
+  "node", "$1", "Hostname", "(.+)"
+) > 0""",
+    "LoopbreakerGPUDoubleBitECC": """label_replace(
+  sum by (cluster, Hostname, gpu, UUID, modelName) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])),
+  "node", "$1", "Hostname", "(.+)"
+) > 0""",
+}
+
+
+@pytest.mark.parametrize("alert", sorted(HOSTNAME_ONLY))
+def test_gpu_rule_tests_fail_when_the_node_comes_from_hostname_only(
+    alert: str, tmp_path: Path
+) -> None:
+    spec = load_rule_crd()["spec"]
+    for rule in alerting_rules(spec):
+        if rule["alert"] == alert:
+            rule["expr"] = HOSTNAME_ONLY[alert]
+    done = run_rule_tests(spec, tmp_path, only=alert)
+    assert done.returncode != 0, output(done)
+    # The exporter pod's name instead of the node of the node / kubernetes_node shapes.
+    assert re.search(r'node="(nvidia-)?dcgm-exporter-\w+"', done.stdout + done.stderr), output(done)
+
+
+def test_gpu_rule_tests_fail_when_kubernetes_node_beats_node(tmp_path: Path) -> None:
+    selector = 'increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{node!=""}[10m])'
+    broken = mutate(
+        load_rule_crd()["spec"],
+        "LoopbreakerGPUDoubleBitECC",
+        selector,
+        f'label_replace({selector}, "node", "$1", "kubernetes_node", "(.+)")',
+    )
+    done = run_rule_tests(broken, tmp_path, only="LoopbreakerGPUDoubleBitECC")
+    assert done.returncode != 0, output(done)
+    assert 'node="stale-name"' in done.stdout + done.stderr, output(done)
+
+
 # --- Alertmanager ------------------------------------------------------------------------
 
 
-def receiver_values() -> dict[str, Any]:
-    return yaml.safe_load(RECEIVER.read_text())
-
-
-def alertmanager_config() -> dict[str, Any]:
-    """A complete alertmanager.yml: the snippet under a default route, plus a team route."""
-    config = copy.deepcopy(receiver_values()["alertmanager"]["config"])
-    config["route"]["receiver"] = "team-default"
-    # A route after loopbreaker's: continue: true must let alerts reach it too.
-    config["route"]["routes"].append(
-        {"receiver": "team-oncall", "matchers": ['severity="critical"']}
+def test_alertmanager_config_routes_loopbreaker_alerts_to_the_webhook() -> None:
+    resource = the("AlertmanagerConfig")
+    assert resource["apiVersion"] == "monitoring.coreos.com/v1alpha1"
+    spec = resource["spec"]
+    route = spec["route"]
+    assert route["receiver"] == "webhook"
+    assert route["matchers"] == [{"name": "loopbreaker", "value": "true", "matchType": "="}]
+    assert route["continue"] is True
+    assert route["groupBy"] == ["alertname", "cluster", "namespace", "workload", "node"]
+    assert (route["groupWait"], route["groupInterval"], route["repeatInterval"]) == (
+        "30s",
+        "5m",
+        "4h",
     )
-    config["receivers"] += [{"name": "team-default"}, {"name": "team-oncall"}]
-    return config
+    (receiver,) = spec["receivers"]
+    assert receiver["name"] == "webhook"
+    (webhook,) = receiver["webhookConfigs"]
+    assert webhook["urlSecret"] == {"name": WEBHOOK_SECRET, "key": "url"}
+    assert "url" not in webhook
+    assert webhook["sendResolved"] is True
+    assert webhook.get("maxAlerts", 0) == 0
+    assert webhook["httpConfig"] == {
+        "authorization": {"type": "Bearer", "credentials": {"name": WEBHOOK_SECRET, "key": "token"}}
+    }
+
+
+def test_the_guide_creates_the_secret_the_alertmanager_config_reads() -> None:
+    command = re.search(
+        r"kubectl -n monitoring create secret generic (?P<name>\S+) \\\n(?P<rest>(?:.*\\\n)*.*)",
+        GUIDE.read_text(),
+    )
+    assert command, "docs/prometheus.md does not create the webhook Secret"
+    assert command["name"] == WEBHOOK_SECRET
+    assert set(re.findall(r"--from-literal=(\w+)=", command["rest"])) == {"url", "token"}
+
+
+def webhook_secret(directory: Path, url: str = WEBHOOK_URL, token: str = WEBHOOK_TOKEN) -> Path:
+    """Secret ``loopbreaker-webhook`` as files, as ``kubectl create secret`` would hold it."""
+    secret = directory / WEBHOOK_SECRET
+    secret.mkdir(parents=True)
+    (secret / "url").write_text(url)
+    (secret / "token").write_text(token)
+    return directory
+
+
+def translated(directory: Path, strategy: str) -> Path:
+    """alertmanager.yml as the operator generates it from the chart's config and the package."""
+    config = alertmanager_config_from_crds(
+        rendered(),
+        CHART_CONFIG,
+        webhook_secret(directory / "secrets"),
+        alertmanager_namespace=NAMESPACE,
+        matcher_strategy=strategy,
+    )
+    path = directory / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
 
 
 @pytest.fixture
 def am_config(tmp_path: Path) -> Path:
-    path = tmp_path / "alertmanager.yml"
-    path.write_text(yaml.safe_dump(alertmanager_config(), sort_keys=False))
-    return path
+    return translated(tmp_path, "OnNamespaceExceptForAlertmanagerNamespace")
 
 
-def test_alertmanager_config_passes_amtool(am_config: Path) -> None:
+def test_generated_alertmanager_config_passes_amtool(am_config: Path) -> None:
     done = run(amtool(), "check-config", str(am_config))
     assert done.returncode == 0, output(done)
     assert "SUCCESS" in done.stdout, output(done)
 
 
-def test_alertmanager_snippet_routes_to_the_webhook() -> None:
-    values = receiver_values()["alertmanager"]
-    route = values["config"]["route"]["routes"][0]
-    assert route["receiver"] == "loopbreaker"
-    assert route["matchers"] == ['loopbreaker="true"']
-    assert route["continue"] is True
-    assert route["group_by"] == ["alertname", "cluster", "namespace", "workload", "node"]
-    assert (route["group_wait"], route["group_interval"], route["repeat_interval"]) == (
-        "30s",
-        "5m",
-        "4h",
-    )
-    (receiver,) = [r for r in values["config"]["receivers"] if r["name"] == "loopbreaker"]
-    (webhook,) = receiver["webhook_configs"]
-    assert webhook["url"].endswith("/loopbreaker-on-alertmanager-webhook")
-    assert webhook["send_resolved"] is True
-    assert webhook["max_alerts"] == 0
-    token = "/etc/alertmanager/secrets/loopbreaker-webhook/token"
-    assert webhook["http_config"]["authorization"] == {"type": "Bearer", "credentials_file": token}
-    # The operator mounts alertmanagerSpec.secrets at /etc/alertmanager/secrets/<name>/.
-    assert token.split("/")[4] in values["alertmanagerSpec"]["secrets"]
+def test_generated_receiver_carries_the_secret(am_config: Path) -> None:
+    config = yaml.safe_load(am_config.read_text())
+    assert config["route"]["routes"][0]["receiver"] == WEBHOOK_RECEIVER
+    (receiver,) = [r for r in config["receivers"] if r["name"] == WEBHOOK_RECEIVER]
+    assert receiver["webhook_configs"] == [
+        {
+            "url": WEBHOOK_URL,
+            "send_resolved": True,
+            "http_config": {"authorization": {"type": "Bearer", "credentials": WEBHOOK_TOKEN}},
+        }
+    ]
 
 
 @pytest.mark.parametrize(
     ("labels", "receivers"),
     [
-        (["loopbreaker=true", "severity=critical", "alertname=X"], "loopbreaker,team-oncall"),
-        (["loopbreaker=true", "severity=warning", "alertname=X"], "loopbreaker"),
+        (
+            ["loopbreaker=true", "severity=critical", "namespace=ml", "alertname=X"],
+            f"{WEBHOOK_RECEIVER},team-oncall",
+        ),
+        (["loopbreaker=true", "severity=warning", "node=n1", "alertname=X"], WEBHOOK_RECEIVER),
         (["loopbreaker=false", "severity=warning", "alertname=X"], "team-default"),
         (["severity=critical", "alertname=X"], "team-oncall"),
+        (["alertname=Watchdog", "severity=none"], "null"),
     ],
 )
 def test_alertmanager_routes_loopbreaker_alerts(
@@ -309,6 +568,54 @@ def test_alertmanager_routes_loopbreaker_alerts(
     done = run(amtool(), "config", "routes", "test", f"--config.file={am_config}", *labels)
     assert done.returncode == 0, output(done)
     assert done.stdout.strip() == receivers, output(done)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "reaches_webhook"),
+    [("OnNamespace", False), ("OnNamespaceExceptForAlertmanagerNamespace", True), ("None", True)],
+)
+def test_the_matcher_strategy_decides_whether_alerts_reach_the_webhook(
+    tmp_path: Path, strategy: str, reaches_webhook: bool
+) -> None:
+    """Why the guide's first install step exists: under the operator's default strategy the
+    route only takes alerts from pods in `monitoring`, and loopbreaker's never are."""
+    path = translated(tmp_path, strategy)
+    for labels in (["namespace=ml"], ["node=gke-a3-pool-1"]):
+        done = run(
+            amtool(),
+            "config",
+            "routes",
+            "test",
+            f"--config.file={path}",
+            "loopbreaker=true",
+            "alertname=X",
+            *labels,
+        )
+        assert done.returncode == 0, output(done)
+        assert (WEBHOOK_RECEIVER in done.stdout.strip().split(",")) is reaches_webhook, output(done)
+    guide = GUIDE.read_text()
+    assert "alertmanager.alertmanagerSpec.alertmanagerConfigMatcherStrategy.type" in guide
+    assert "=OnNamespaceExceptForAlertmanagerNamespace" in guide
+
+
+def test_the_guides_plain_alertmanager_snippet_matches_the_alertmanager_config(
+    am_config: Path,
+) -> None:
+    snippet = yaml.safe_load(guide_block("plain-alertmanager"))
+    generated = yaml.safe_load(am_config.read_text())
+    (plain_route,) = snippet["route"]["routes"]
+    generated_route = generated["route"]["routes"][0]
+    assert {k: v for k, v in plain_route.items() if k != "receiver"} == {
+        k: v for k, v in generated_route.items() if k != "receiver"
+    }
+    (plain,) = snippet["receivers"]
+    assert plain["name"] == plain_route["receiver"]
+    (generated_receiver,) = [r for r in generated["receivers"] if r["name"] == WEBHOOK_RECEIVER]
+    (plain_hook,) = plain["webhook_configs"]
+    (generated_hook,) = generated_receiver["webhook_configs"]
+    assert set(plain_hook) == set(generated_hook)
+    assert plain_hook["send_resolved"] == generated_hook["send_resolved"]
+    assert plain_hook["http_config"]["authorization"]["type"] == "Bearer"
 
 
 # --- Grafana -----------------------------------------------------------------------------
@@ -337,11 +644,20 @@ SUBSTITUTIONS = {
     "__range": "6h",
     "datasource": "prometheus-uid",
 }
-_VARIABLE = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)")
+# Grafana leaves $1 (a label_replace group) alone: no variable name starts with a digit.
+_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::\w+)?\}|\$([A-Za-z_]\w*)")
+
+
+def dashboard_config_map() -> dict[str, Any]:
+    return the("ConfigMap")
 
 
 def dashboard() -> dict[str, Any]:
-    return json.loads(DASHBOARD.read_text())
+    """The dashboard as the package installs it: the JSON inside the rendered ConfigMap."""
+    config_map = dashboard_config_map()
+    text: str = config_map["data"]["loopbreaker-dashboard.json"]
+    board: dict[str, Any] = json.loads(text)
+    return board
 
 
 def all_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -497,3 +813,142 @@ def test_the_dashboard_parser_check_is_not_vacuous() -> None:
     assert results["broken"].status is Status.FAIL
     # Left unsubstituted, Grafana's interval variables are not PromQL.
     assert results["unfilled"].status is Status.FAIL
+
+
+# --- what each panel's data needs ---------------------------------------------------------
+
+#: PromQL names of Cloud Monitoring metrics (GKE system metrics, log-based metrics): only
+#: Managed Service for Prometheus serves them.
+CLOUD_MONITORING_PREFIXES = ("kubernetes_io:", "logging_googleapis_com:")
+GMP_ONLY = "Managed Service for Prometheus only"
+
+
+def panels_with_rows() -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """Each data panel with the title of the row it sits under (uncollapsed rows own the
+    panels that follow them, collapsed rows the ones they hold)."""
+    row_title = None
+    for panel in dashboard()["panels"]:
+        if panel["type"] == "row":
+            row_title = panel["title"]
+            for child in panel.get("panels", []):
+                yield row_title, child
+        else:
+            yield row_title, panel
+
+
+def reads_cloud_monitoring(panel: dict[str, Any]) -> bool:
+    return any(
+        prefix in target["expr"]
+        for target in panel["targets"]
+        for prefix in CLOUD_MONITORING_PREFIXES
+    )
+
+
+def test_the_dashboard_config_map_is_the_json_file_for_the_sidecar() -> None:
+    config_map = dashboard_config_map()
+    assert config_map["metadata"]["name"] == "loopbreaker-dashboard"
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    # Generated from the file, byte for byte: the file stays the one source.
+    assert config_map["data"] == {"loopbreaker-dashboard.json": DASHBOARD_FILE.read_text()}
+
+
+def test_no_panel_turns_missing_data_into_zero() -> None:
+    for panel in data_panels():
+        for target in panel["targets"]:
+            assert "vector(" not in target["expr"], (panel["title"], target["expr"])
+
+
+def test_cloud_monitoring_panels_sit_in_rows_that_say_so() -> None:
+    seen = set()
+    for row_title, panel in panels_with_rows():
+        assert row_title is not None, panel["title"]
+        gmp_only = reads_cloud_monitoring(panel)
+        assert (GMP_ONLY in row_title) is gmp_only, (row_title, panel["title"])
+        if gmp_only:
+            seen.add(row_title)
+            assert panel["description"].startswith(
+                "Needs Google Cloud Managed Service for Prometheus"
+            ), panel["title"]
+            no_value = panel["fieldConfig"]["defaults"]["noValue"]
+            assert "needs Managed Service for Prometheus" in no_value, panel["title"]
+    assert len(seen) == 2, seen  # GKE system metrics, and the responder's log-based metrics
+
+
+def test_every_panel_says_where_its_data_comes_from() -> None:
+    for panel in data_panels():
+        assert panel.get("description", "").strip(), panel["title"]
+
+
+def test_gpu_panels_name_the_node_as_the_alerts_do() -> None:
+    for panel in data_panels():
+        for target in panel["targets"]:
+            if "{{node}}" in target.get("legendFormat", ""):
+                expr = target["expr"]
+                assert 'node!=""' in expr and '"kubernetes_node", "(.+)"' in expr, expr
+                assert '"Hostname", "(.+)"' in expr, expr
+            assert "{{Hostname}}" not in target.get("legendFormat", ""), panel["title"]
+
+
+def test_panels_do_not_overlap() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    for panel in all_panels(dashboard()["panels"]):
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for y in range(grid["y"], grid["y"] + grid["h"]):
+            for x in range(grid["x"], grid["x"] + grid["w"]):
+                assert (x, y) not in taken, (panel["title"], taken.get((x, y)))
+                taken[(x, y)] = panel["title"]
+
+
+def stat_expr(title: str) -> str:
+    (panel,) = [p for p in data_panels() if p["title"] == title]
+    (target,) = panel["targets"]
+    text: str = target["expr"]
+    return text.replace('{cluster=~"$cluster"}', "").replace("$__range", "1h")
+
+
+def test_gpu_counts_read_zero_with_the_exporter_and_no_data_without(tmp_path: Path) -> None:
+    """promtool evaluates the stat panels' queries: 0 when DCGM reports and nothing
+    happened, no sample at all (Grafana's No data) when no DCGM exporter is scraped."""
+    xid = stat_expr("GPUs with XID errors (range)")
+    ecc = stat_expr("Double-bit ECC errors (range)")
+    healthy = [
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{UUID="GPU-1", node="n1"}', "values": "0x60"},
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{UUID="GPU-2", node="n1"}', "values": "0x60"},
+        {"series": 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{UUID="GPU-1", node="n1"}', "values": "3x60"},
+    ]
+    faulty = [
+        # GPU-1 seen by two exporter pods (a restart): still one GPU.
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{UUID="GPU-1", pod="a"}', "values": "0x20 79 0x9"},
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{UUID="GPU-1", pod="b"}', "values": "_x30 79 0x29"},
+        {"series": 'DCGM_FI_DEV_XID_ERRORS{UUID="GPU-2", pod="b"}', "values": "0x60"},
+        {"series": 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{UUID="GPU-1", pod="b"}', "values": "0x30 2x30"},
+    ]
+
+    def case(series: list[dict[str, str]], xid_value: int | None, ecc_value: int | None):
+        return {
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [
+                {
+                    "expr": expr,
+                    "eval_time": "60m",
+                    "exp_samples": [] if value is None else [{"labels": "{}", "value": value}],
+                }
+                for expr, value in ((xid, xid_value), (ecc, ecc_value))
+            ],
+        }
+
+    tests = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            case(healthy, 0, 0),
+            case(faulty, 1, 2),
+            case([{"series": 'up{job="node"}', "values": "1x60"}], None, None),
+        ],
+    }
+    path = tmp_path / "stat_test.yaml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False))
+    done = run(promtool(), "test", "rules", str(path))
+    assert done.returncode == 0, output(done)

@@ -1,10 +1,11 @@
 """End to end: back-filled series -> the shipped rule fires -> Alertmanager -> the webhook.
 
-Real pieces: Prometheus evaluating ``deploy/prometheus/loopbreaker-rules.yaml`` over the
-faulty-host scenario's metrics, shifted so that its issue time is now; Alertmanager with
-the receiver of ``deploy/prometheus/alertmanager-receiver.yaml`` (its bearer token read
-from a file, as in the cluster); ``on_alertmanager_webhook`` and ``on_schedule`` served by
-functions-framework on one Firestore emulator database. The incident the alert opens is
+Real pieces: ``kubectl kustomize deploy/prometheus``, the package a user applies; Prometheus
+evaluating its PrometheusRule over the faulty-host scenario's metrics, shifted so that its
+issue time is now; Alertmanager running the configuration the prometheus-operator would
+generate from its AlertmanagerConfig, with the webhook URL and bearer token read from the
+Secret the guide creates (as files); ``on_alertmanager_webhook`` and ``on_schedule`` served
+by functions-framework on one Firestore emulator database. The incident the alert opens is
 diagnosed from the same (shifted) telemetry: a faulty host under the right JobSet.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from harness.prometheus import alertmanager_config_from_crds, kustomize_build
 
 from loopbreaker.incidents import Scope
 from loopbreaker.incidents.store.base import refresh
@@ -32,8 +34,7 @@ from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "functions" / "main.py"
 SCENARIO = ROOT / "examples" / "telemetry" / "faulty-host"
-RULES = ROOT / "deploy" / "prometheus" / "loopbreaker-rules.yaml"
-RECEIVER = ROOT / "deploy" / "prometheus" / "alertmanager-receiver.yaml"
+PACKAGE = ROOT / "deploy" / "prometheus"
 TOKEN = "e2e-alert-token-7f3a91"
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 _SAMPLE_TIME = re.compile(r"^(?P<head>[^#].*\s)(?P<ts>\d+(?:\.\d+)?)$")
@@ -83,26 +84,38 @@ def prometheus_config(rules: Path, alertmanager_port: int) -> str:
     )
 
 
-def alertmanager_config(webhook_url: str, token_file: Path) -> str:
-    """The shipped receiver and route, pointed at the local function, with fast timers."""
-    snippet = yaml.safe_load(RECEIVER.read_text())["alertmanager"]["config"]
-    [route] = [r for r in snippet["route"]["routes"] if r.get("receiver") == "loopbreaker"]
-    [receiver] = [r for r in snippet["receivers"] if r["name"] == "loopbreaker"]
-    [hook] = receiver["webhook_configs"]
-    hook["url"] = webhook_url
-    hook["http_config"]["authorization"]["credentials_file"] = str(token_file)
-    route.update(group_wait="1s", group_interval="1s", repeat_interval="1h")
-    return yaml.safe_dump(
-        {
-            "route": {"receiver": "null", "routes": [route]},
-            "receivers": [{"name": "null"}, receiver],
-        }
+def rendered_package() -> list[dict[str, Any]]:
+    resources = kustomize_build(PACKAGE)
+    kinds = sorted(r["kind"] for r in resources)
+    assert kinds == ["AlertmanagerConfig", "ConfigMap", "PrometheusRule"], kinds
+    return resources
+
+
+def alertmanager_config(resources: list[dict[str, Any]], secrets: Path) -> str:
+    """The rendered AlertmanagerConfig as the operator would run it, with fast timers."""
+    [am_config] = [r for r in resources if r["kind"] == "AlertmanagerConfig"]
+    am_config["spec"]["route"].update(groupWait="1s", groupInterval="1s", repeatInterval="1h")
+    config = alertmanager_config_from_crds(
+        resources,
+        {"route": {"receiver": "null"}, "receivers": [{"name": "null"}]},
+        secrets,
+        alertmanager_namespace=am_config["metadata"]["namespace"],
     )
+    return yaml.safe_dump(config)
 
 
-def rules_file(target: Path) -> Path:
-    spec = yaml.safe_load(RULES.read_text())["spec"]
-    target.write_text(yaml.safe_dump(spec))
+def webhook_secret(directory: Path, url: str) -> Path:
+    """Secret loopbreaker-webhook, as docs/prometheus.md creates it, held as files."""
+    secret = directory / "loopbreaker-webhook"
+    secret.mkdir(parents=True)
+    (secret / "url").write_text(url)
+    (secret / "token").write_text(TOKEN)
+    return directory
+
+
+def rules_file(resources: list[dict[str, Any]], target: Path) -> Path:
+    [rule] = [r for r in resources if r["kind"] == "PrometheusRule"]
+    target.write_text(yaml.safe_dump(rule["spec"]))
     return target
 
 
@@ -144,12 +157,14 @@ def test_the_shipped_rule_fires_and_alertmanager_opens_the_right_incident(
         "LOOPBREAKER_NOTIFIER": "log",
     }
     webhook = function_server_factory("on_alertmanager_webhook", SOURCE, "http", env)
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    alertmanager = alertmanager_factory(alertmanager_config(webhook.url + "/", token_file))
+    package = rendered_package()
+    secrets = webhook_secret(tmp_path / "secrets", webhook.url + "/")
+    alertmanager = alertmanager_factory(alertmanager_config(package, secrets))
     prometheus = prometheus_factory(
         [telemetry / "metrics.om"],
-        config_yaml=prometheus_config(rules_file(tmp_path / "rules.yaml"), alertmanager.port),
+        config_yaml=prometheus_config(
+            rules_file(package, tmp_path / "rules.yaml"), alertmanager.port
+        ),
     )
 
     store = FirestoreStore.connect(project=context["project"], database="(default)", prefix=prefix)

@@ -81,5 +81,10 @@ command -v java >/dev/null 2>&1 || die "java not found (the emulators need Java 
 java_major=$(java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}')
 [ "${java_major:-0}" -ge 11 ] 2>/dev/null || die "java $java_major found; the emulators need Java 11+"
 
+# kubectl comes with the Google Cloud CLI here; Debian's kubernetes-client is too old for the
+# kustomize features deploy/prometheus uses (labels, replacements, components: v4.5+).
+command -v kubectl >/dev/null 2>&1 || die "kubectl not found (install kubectl with kustomize v4.5+)"
+kubectl kustomize --help >/dev/null 2>&1 || die "kubectl has no kustomize subcommand"
+
 log "ok: prometheus, promtool, prometheus-alertmanager, gcloud (pubsub + firestore emulators)," \
-    "java $java_major"
+    "java $java_major, kubectl"
