@@ -122,13 +122,23 @@ class Lab:
         return found
 
 
+def physical_host(nodes: list[dict[str, Any]], name: str = NODE) -> str:
+    """``resourceStatus.physicalHost`` as Compute Engine v1 documents it for VMs with a
+    topology: ``/blockId/subBlockId/hostId``, the parts GKE copies onto the node labels."""
+    labels = next(n for n in nodes if n["metadata"]["name"] == name)["metadata"]["labels"]
+    parts = ("block", "subblock", "host")
+    return "/" + "/".join(labels[f"cloud.google.com/gce-topology-{p}"] for p in parts)
+
+
 @contextmanager
 def lab(store_path: Path, clock: FakeClock, tmp: Path) -> Iterator[Lab]:
     nodes, pods = cluster_objects()
     with ExitStack() as stack:
         kube = stack.enter_context(ClusterServer(nodes, pods))
         compute = stack.enter_context(
-            ComputeOpsServer({(PROJECT, ZONE, NODE): {"id": INSTANCE_ID, "physicalHost": HOST}})
+            ComputeOpsServer(
+                {(PROJECT, ZONE, NODE): {"id": INSTANCE_ID, "physicalHost": physical_host(nodes)}}
+            )
         )
         support = stack.enter_context(SupportServer())
         kubeconfig = write_kubeconfig(tmp / "kubeconfig", kube.url)

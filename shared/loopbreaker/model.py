@@ -248,6 +248,68 @@ class Series:
     samples: tuple[Sample, ...]
 
 
+#: GKE node labels with the parts of a VM's place (GKE sets them where Compute Engine
+#: reports a topology: A3/A4 GPU families, TPUs, compact placement).
+TOPOLOGY_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+TOPOLOGY_SUBBLOCK_LABEL = "cloud.google.com/gce-topology-subblock"
+TOPOLOGY_HOST_LABEL = "cloud.google.com/gce-topology-host"
+
+
+@dataclass(frozen=True)
+class HostPlace:
+    """Where a VM runs, as Compute Engine reports it: block, sub-block and host ids.
+
+    ``resourceStatus.physicalHostTopology`` gives the parts as fields; older responses
+    give ``resourceStatus.physicalHost`` as one opaque id, newer ones as
+    ``blockId/subBlockId/hostId`` (with or without a leading slash). The host id alone
+    names the machine; block and sub-block say where it stands.
+    """
+
+    host: str
+    block: str | None = None
+    subblock: str | None = None
+
+    @classmethod
+    def parse(
+        cls, physical_host: str | None, topology: Mapping[str, Any] | None = None
+    ) -> HostPlace | None:
+        topo = topology or {}
+        host = topo.get("host")
+        if isinstance(host, str) and host:
+            block, subblock = topo.get("block"), topo.get("subblock") or topo.get("subBlock")
+            return cls(
+                host,
+                block if isinstance(block, str) and block else None,
+                subblock if isinstance(subblock, str) and subblock else None,
+            )
+        if not physical_host:
+            return None
+        parts = [p for p in physical_host.strip().strip("/").split("/") if p]
+        if len(parts) == 3:
+            return cls(parts[2], parts[0], parts[1])
+        return cls(physical_host.strip()) if parts else None
+
+    @classmethod
+    def from_labels(cls, labels: Mapping[str, str]) -> HostPlace | None:
+        host = labels.get(TOPOLOGY_HOST_LABEL)
+        if not host:
+            return None
+        return cls(
+            host,
+            labels.get(TOPOLOGY_BLOCK_LABEL) or None,
+            labels.get(TOPOLOGY_SUBBLOCK_LABEL) or None,
+        )
+
+    def differences(self, other: HostPlace) -> list[str]:
+        """The parts both know that differ, as ``part: ours != theirs``."""
+        out = []
+        for part in ("block", "subblock", "host"):
+            mine, theirs = getattr(self, part), getattr(other, part)
+            if mine is not None and theirs is not None and mine != theirs:
+                out.append(f"{part} {theirs} (expected {mine})")
+        return out
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     name: str

@@ -64,6 +64,27 @@ def test_physical_host_from_compute(compute: ComputeServer) -> None:
     ]
 
 
+def test_a_topology_host_is_named_by_its_host_id_as_the_node_label_names_it() -> None:
+    hosts = {
+        # Compute Engine v1 Instance.resourceStatus: "blockId/subBlockId/hostId" ...
+        ("proj", "z1", "n1"): "/ce876975be10972b/2b36132664c07e61/e52b0d39807e3564",
+        # ... and physicalHostTopology, which wins where present.
+        ("proj", "z1", "n2"): {
+            "physicalHost": "/b1/s1/stale-host",
+            "physicalHostTopology": {
+                "cluster": "europe-west4-cluster-1",
+                "block": "b1",
+                "subblock": "s1",
+                "host": "h2",
+            },
+        },
+        ("proj", "z1", "n3"): "opaque-older-id",
+    }
+    with ComputeServer(hosts) as server:
+        result = lookup(server).hosts([n("n1"), n("n2"), n("n3")])
+    assert result.hosts == {"n1": "e52b0d39807e3564", "n2": "h2", "n3": "opaque-older-id"}
+
+
 @pytest.mark.parametrize("fault", [Fault.FORBIDDEN, Fault.UNAUTHORIZED])
 def test_auth_failure_stops_all_lookups(compute: ComputeServer, fault: Fault) -> None:
     compute.inject(fault, times=10)

@@ -85,7 +85,9 @@ class ComputeServer(GoogleApiServer):
 
     _PATH = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 
-    def __init__(self, hosts: Mapping[tuple[str, str, str], str | None] | None = None) -> None:
+    def __init__(
+        self, hosts: Mapping[tuple[str, str, str], str | dict[str, Any] | None] | None = None
+    ) -> None:
         super().__init__()
         #: (project, zone, instance) -> physical host (None: an instance without one).
         self.hosts = dict(hosts or {})
@@ -108,7 +110,9 @@ class ComputeServer(GoogleApiServer):
             "status": "RUNNING",
         }
         host = self.hosts[(project, zone, name)]
-        if host is not None:
+        if isinstance(host, dict):  # a whole resourceStatus (physicalHostTopology ...)
+            instance["resourceStatus"] = host
+        elif host is not None:
             instance["resourceStatus"] = {"physicalHost": host}
         return Response.json(instance)
 

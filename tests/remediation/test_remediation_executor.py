@@ -483,8 +483,40 @@ def test_a_vm_compute_places_on_another_host_is_not_touched(
     lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]["physicalHost"] = "a-healthy-host"
     lab.remediator(LIVE).handle(request_)
     incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and "a-healthy-host" in incident.audit[-1].note
+    assert incident.state is State.FAILED and "host a-healthy-host" in incident.audit[-1].note
     assert mutations(lab) == []
+
+
+def test_the_documented_three_part_physical_host_matches_the_node_labels(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    record = lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]
+    assert record["physicalHost"].count("/") == 3 and record["physicalHost"].endswith(R.HOST)
+    assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
+    assert lab.compute.deletes != []
+
+
+def test_a_vm_in_another_block_of_the_same_host_id_is_not_touched(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    record = lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]
+    _, block, subblock, host = record["physicalHost"].split("/")
+    record["physicalHost"] = f"/another-block/{subblock}/{host}"
+    lab.remediator(LIVE).handle(request_)
+    incident = lab.incident(request_["incident_id"])
+    assert incident.state is State.FAILED
+    assert f"block another-block (expected {block})" in incident.audit[-1].note
+    assert "subblock" not in incident.audit[-1].note and mutations(lab) == []
+
+
+def test_a_vm_compute_reports_no_host_for_is_not_touched(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    del lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]["physicalHost"]
+    lab.remediator(LIVE).handle(request_)
+    incident = lab.incident(request_["incident_id"])
+    assert incident.state is State.FAILED and "reports no physical host" in incident.audit[-1].note
+    assert mutations(lab) == [] and lab.compute.deletes == []
 
 
 def test_the_suspect_node_itself_does_not_trip_the_circuit_breaker(

@@ -24,6 +24,12 @@ from enum import StrEnum
 
 from loopbreaker.approval.requests import Approval, Decision, Target
 from loopbreaker.errors import InvalidInput, LoopbreakerError, UnsafeToAct
+from loopbreaker.model import (
+    TOPOLOGY_BLOCK_LABEL,
+    TOPOLOGY_HOST_LABEL,
+    TOPOLOGY_SUBBLOCK_LABEL,
+    HostPlace,
+)
 from loopbreaker.timeutil import format_rfc3339
 
 DEFAULT_MAX_DELETIONS_PER_HOUR = 2
@@ -31,7 +37,7 @@ DEFAULT_MAX_UNREADY_SHARE = 0.30
 DEFAULT_DRAIN_TIMEOUT = timedelta(minutes=10)
 OPT_OUT_LABEL = "loopbreaker.dev/remediation"
 OPT_OUT_VALUE = "disabled"
-HOST_LABEL = "cloud.google.com/gce-topology-host"
+HOST_LABEL = TOPOLOGY_HOST_LABEL
 POOL_LABEL = "cloud.google.com/gke-nodepool"
 #: Annotations the cordon leaves on the node, so whoever looks at it knows why.
 ANNOTATION_PREFIX = "loopbreaker.dev/"
@@ -144,7 +150,8 @@ class InstanceState:
     name: str
     id: str
     status: str = "RUNNING"
-    physical_host: str | None = None
+    #: Where Compute Engine says the VM runs (``resourceStatus``), None when it says nothing.
+    place: HostPlace | None = None
 
 
 @dataclass(frozen=True)
@@ -184,15 +191,8 @@ def recheck(
             f"VM {target.instance} now has id {instance.id}, not the approved "
             f"{target.instance_id}: it was recreated; the approved VM is gone"
         )
-    elif (
-        target.host_known
-        and instance.physical_host
-        and instance.physical_host != target.physical_host
-    ):
-        reasons.append(
-            f"Compute Engine puts VM {target.instance} on host {instance.physical_host}, not "
-            f"the suspect {target.physical_host}"
-        )
+    elif target.host_known:
+        reasons += _host_reasons(target, node, instance)
     pool_name = (node.labels.get(POOL_LABEL) if node else None) or target.node_pool
     if pool_name is None:
         reasons.append("the node pool is unknown, so the circuit breaker cannot be checked")
@@ -205,6 +205,33 @@ def recheck(
             f"hour (limit {policy.max_deletions_per_hour})"
         )
     return reasons
+
+
+def _host_reasons(target: Target, node: NodeState | None, instance: InstanceState) -> list[str]:
+    """Compute Engine's place of the VM against the approved host, part by part.
+
+    The approved host is the host id; the node's topology labels add its block and
+    sub-block. Only parts both sides know are compared, and each one that differs is
+    named. Compute reporting no place at all is a doubt: refuse.
+    """
+    if instance.place is None:
+        return [
+            f"Compute Engine reports no physical host for VM {target.instance}: the suspect "
+            f"host {target.physical_host} cannot be confirmed"
+        ]
+    labels = node.labels if node is not None else {}
+    expected = HostPlace(
+        target.physical_host,
+        labels.get(TOPOLOGY_BLOCK_LABEL) or None,
+        labels.get(TOPOLOGY_SUBBLOCK_LABEL) or None,
+    )
+    differs = expected.differences(instance.place)
+    if not differs:
+        return []
+    return [
+        f"Compute Engine puts VM {target.instance} on another place than the approved host "
+        f"{target.physical_host}: {'; '.join(differs)}"
+    ]
 
 
 def _node_reasons(target: Target, node: NodeState, policy: RemediationPolicy) -> list[str]:

@@ -14,7 +14,7 @@ import requests
 from loopbreaker.diagnosis.readers import HostLookupResult
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.diagnosis.readers.retry import DEFAULT_TIMEOUT, RetryPolicy, network_reason
-from loopbreaker.model import NodeInfo
+from loopbreaker.model import HostPlace, NodeInfo
 
 #: instances.get calls per diagnosis at most (one per node without a host label).
 DEFAULT_MAX_LOOKUPS = 64
@@ -100,9 +100,15 @@ class ComputeHostLookup:
                 raise _Stop(f"cannot reach Compute Engine: {network_reason(exc)}") from exc
             except json_format.ParseError as exc:
                 raise _Stop(f"malformed response: {exc}") from exc
+            # The host id alone names the machine, as the node's topology-host label does;
+            # newer responses put block and sub-block before it ("b/s/h").
             status = result.resource_status
-            host = status.physical_host if status is not None else ""
-            return str(host) if host else None
+            if status is None:
+                return None
+            topo = status.physical_host_topology
+            fields = {"host": topo.host, "block": topo.block, "subblock": topo.subblock}
+            place = HostPlace.parse(status.physical_host or None, fields if topo else None)
+            return place.host if place else None
 
     def _get_client(self) -> Any:
         if self._client is None:

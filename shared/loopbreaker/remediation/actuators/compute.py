@@ -14,6 +14,7 @@ from typing import Any
 
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.errors import ActionFailed, SourceUnavailable
+from loopbreaker.model import HostPlace
 from loopbreaker.remediation.rules import InstanceState
 
 #: How long to wait for a zone operation in all (each ``wait`` call returns within ~2 min).
@@ -71,10 +72,8 @@ class ComputeVms:
             raise ActionFailed(f"cannot read VM {name}: {_text(exc)}", status=_status(exc)) from exc
         except gexc.GoogleAPIError as exc:
             raise ActionFailed(f"cannot read VM {name}: {exc}") from exc
-        status = found.resource_status
-        host = status.physical_host if status is not None else ""
         return InstanceState(
-            name=found.name, id=str(found.id), status=found.status, physical_host=host or None
+            name=found.name, id=str(found.id), status=found.status, place=place_of(found)
         )
 
     def delete_instance(
@@ -169,3 +168,14 @@ def _status(exc: Any) -> int | None:
 
 def _text(exc: Any) -> str:
     return str(getattr(exc, "message", None) or exc)[:300]
+
+
+def place_of(instance: Any) -> HostPlace | None:
+    """``resourceStatus.physicalHostTopology``, else ``physicalHost``, of a compute_v1
+    Instance (proto-plus leaves unset fields empty)."""
+    status = instance.resource_status
+    if status is None:
+        return None
+    topo = status.physical_host_topology
+    fields = {"host": topo.host, "block": topo.block, "subblock": topo.subblock} if topo else {}
+    return HostPlace.parse(status.physical_host or None, fields)
