@@ -208,6 +208,35 @@ def test_an_isolate_host_incident_gets_signed_buttons_with_a_confirm_naming_the_
     assert functions == [APPROVE_ACTION, REJECT_ACTION]
 
 
+def test_a_card_recommends_only_what_the_approval_covers() -> None:
+    incident = awaiting_incident()
+    assert incident.diagnosis is not None
+    other_node = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-9dzm"
+    document = {
+        **incident.diagnosis.document,
+        "suspect_hosts": [
+            {"host": HOST, "nodes": [NODE], "failures": 2},
+            {"host": "another-host", "nodes": [other_node], "failures": 2},
+        ],
+        # The diagnosis advises on every suspect; the approval covers one VM.
+        "remediation": {
+            "path": "isolate_host",
+            "actions": [f"Delete the GCE VM(s) {other_node}, {NODE} so the group recreates them."],
+        },
+    }
+    incident = replace(incident, diagnosis=replace(incident.diagnosis, document=document))
+    n = notify.render(incident, signing_key=KEY)
+    deletes = [r for r in n.recommendations if "VM" in r and "Other suspect" not in r]
+    assert deletes and all(NODE in r and other_node not in r for r in deletes)
+    assert TARGET.instance_id in " ".join(deletes)
+    [others] = [r for r in n.recommendations if r.startswith("Other suspect")]
+    assert other_node in others and "not part of this approval" in others
+    for message in (R.slack_message(n), R.google_chat_message(n)):
+        body = json.dumps(message)
+        assert f"Delete the GCE VM(s) {other_node}" not in body
+    assert n.approval is not None and n.approval.instance == NODE
+
+
 def test_without_a_signing_key_there_are_no_buttons_and_the_message_says_approvals_are_off() -> (
     None
 ):

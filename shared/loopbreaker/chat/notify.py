@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from loopbreaker.approval.requests import ActionRequest, sign_token
+from loopbreaker.approval.requests import ActionRequest, Target, sign_token
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
 from loopbreaker.logs import event, get_logger
@@ -183,7 +183,7 @@ def render(
         excerpts=_excerpts(document),
         queries=_queries(document),
         ticket=_ticket(diagnosis.ticket_draft) if diagnosis and diagnosis.ticket_draft else None,
-        recommendations=_recommendations(document),
+        recommendations=_recommendations(incident, document),
         approval=prompt,
         approval_note=note,
         remediation=_progress(incident),
@@ -288,11 +288,43 @@ def _queries(document: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(texts[:MAX_QUERIES])
 
 
-def _recommendations(document: Mapping[str, Any]) -> tuple[str, ...]:
+def _recommendations(incident: Incident, document: Mapping[str, Any]) -> tuple[str, ...]:
     remediation = document.get("remediation")
     if not isinstance(remediation, Mapping):
         return ()
-    return tuple(str(a) for a in remediation.get("actions") or ())
+    target = _target(incident)
+    path = incident.diagnosis.remediation_path if incident.diagnosis else None
+    if path != "isolate_host" or target is None:
+        return tuple(str(a) for a in remediation.get("actions") or ())
+    # What the buttons approve, and nothing more: the diagnosis may name every VM of every
+    # suspect, but one approval covers one node and one VM.
+    actions = [
+        f"After human approval: cordon node {target.node}.",
+        f"Drain node {target.node} through the Eviction API, respecting PodDisruptionBudgets.",
+        f"Isolate VM {target.instance} (id {target.instance_id}) in {target.zone}: delete it so "
+        "its managed instance group recreates it on healthy hardware, or report its host as "
+        "faulty, as LOOPBREAKER_HOST_ACTION says.",
+    ]
+    if target.host_known:
+        actions.append(f"Open a support case naming physical host {target.physical_host}.")
+    others = [
+        f"{row.get('host')} ({', '.join(str(n) for n in row.get('nodes') or ())})"
+        for row in _dicts(document.get("suspect_hosts"))
+        if target.node not in (row.get("nodes") or ())
+    ]
+    if others:
+        actions.append(
+            f"Other suspect host(s), not part of this approval: {', '.join(others[:3])}."
+        )
+    return tuple(actions)
+
+
+def _target(incident: Incident) -> Target | None:
+    if incident.approval is not None:
+        return incident.approval.target
+    if incident.approval_request is not None:
+        return incident.approval_request.target
+    return incident.diagnosis.target if incident.diagnosis else None
 
 
 def _ticket(draft: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -71,7 +71,7 @@ def _label(labels: Mapping[str, str], names: Iterable[str]) -> str | None:
 def series_in_scope(series: Series, ctx: Context) -> bool:
     labels = series.labels
     cluster = _label(labels, CLUSTER_LABELS)
-    if cluster is not None and cluster != ctx.cluster:
+    if cluster is not None and ctx.cluster and cluster != ctx.cluster:
         return False
     project = _label(labels, PROJECT_LABELS)
     if project is not None and ctx.project and project != ctx.project:
@@ -101,7 +101,7 @@ def names_other_cluster(name: str, ctx: Context, others: Iterable[str]) -> bool:
     is the cluster name whole, or (long names only) its first characters.
     """
     match = _GKE_NODE.match(name)
-    if match is None:
+    if match is None or not ctx.cluster:  # an unknown cluster: nothing is positively another
         return False
     ours = f"gke-{ctx.cluster}-"
     if name.startswith(ours):
@@ -115,7 +115,7 @@ def names_other_cluster(name: str, ctx: Context, others: Iterable[str]) -> bool:
 
 
 def signal_in_scope(sig: Signal, ctx: Context, other_clusters: Iterable[str]) -> bool:
-    if sig.cluster is not None and sig.cluster != ctx.cluster:
+    if sig.cluster is not None and ctx.cluster and sig.cluster != ctx.cluster:
         return False
     if sig.project is not None and ctx.project and sig.project != ctx.project:
         return False
