@@ -11,7 +11,13 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: help venv tools demo test lint typecheck unit bench bundle terraform clean
+# Provider schemas for the offline schema check (tests/deploy/test_terraform_schema.py),
+# extracted from prebuilt CDK bindings pinned (version and SHA-256) in
+# infra/provider_schema.py; re-extracted when that file changes.
+PROVIDER_SCHEMA_DIR := .provider-schema
+PROVIDER_SCHEMA_STAMP := $(PROVIDER_SCHEMA_DIR)/.installed
+
+.PHONY: help venv tools demo test lint typecheck unit bench bundle terraform provider-schema clean
 
 help:
 	@echo "make demo   - install and diagnose the bundled examples"
@@ -52,9 +58,18 @@ $(CHECKOV_STAMP):
 	$(CHECKOV_VENV)/bin/pip install --quiet checkov==$(CHECKOV_VERSION)
 	touch $(CHECKOV_STAMP)
 
+# npm (google 6.x bindings) and pip (7.x/8.x) fetch them; only the extracted JSON is kept.
+$(PROVIDER_SCHEMA_STAMP): infra/provider_schema.py | $(STAMP)
+	rm -rf $(PROVIDER_SCHEMA_DIR)
+	$(BIN)/python infra/provider_schema.py install $(PROVIDER_SCHEMA_DIR)
+	touch $(PROVIDER_SCHEMA_STAMP)
+
+provider-schema: $(PROVIDER_SCHEMA_STAMP)
+
 # Offline checks of infra/terraform: formatting (when terraform is installed; it is not
-# installed by this Makefile) and checkov. Wiring and bundle tests run with pytest.
-terraform: $(CHECKOV_STAMP)
+# installed by this Makefile) and checkov; it also installs the provider schemas that the
+# schema, wiring and bundle tests (pytest, in `unit`) check the module against.
+terraform: $(CHECKOV_STAMP) $(PROVIDER_SCHEMA_STAMP)
 	@if command -v terraform >/dev/null 2>&1; then \
 		terraform fmt -check -recursive infra/terraform && echo "terraform fmt: ok"; \
 	else echo "terraform fmt: not run (terraform is not installed)"; fi
@@ -69,4 +84,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(CHECKOV_VENV) $(PROVIDER_SCHEMA_DIR) build .pytest_cache .mypy_cache .ruff_cache .hypothesis

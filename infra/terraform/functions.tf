@@ -1,13 +1,16 @@
 # The entry points of functions/main.py, one Cloud Function (2nd gen) and one service
-# account each, all built from the same source bundle (bundle.tf).
+# account each, all built from the same source bundle (bundle.tf). Every function is an
+# HTTP function: on_log_entry and on_remediation_request are pushed to by Pub/Sub
+# subscriptions this module owns (pubsub.tf), which functions-framework turns into the
+# same CloudEvent an Eventarc trigger would deliver.
 #
 # Logging: nothing to configure. The Python runtime sends each function's stdout and
 # stderr to Cloud Logging and turns every JSON line into a structured entry; the library
 # writes one JSON object per line (severity, message, labels, event fields), which arrive
 # as jsonPayload and feed the log-based metrics in monitoring.tf.
 resource "google_cloudfunctions2_function" "this" {
-  # checkov:skip=CKV_GCP_124: ingress is per function: ALLOW_INTERNAL_ONLY for the event functions and on_schedule, ALLOW_ALL only for on_chat_action and on_alertmanager_webhook, which Slack, Google Chat and Alertmanager call from outside Google Cloud.
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy }
+  # checkov:skip=CKV_GCP_124: ingress is per function: ALLOW_INTERNAL_ONLY for the pushed functions and on_schedule, ALLOW_ALL only for on_chat_action and on_alertmanager_webhook, which Slack, Google Chat and Alertmanager call from outside Google Cloud.
+  for_each = local.deployed
 
   project     = var.project_id
   location    = var.region
@@ -77,8 +80,10 @@ resource "google_cloudfunctions2_function" "this" {
         each.key == "on_alertmanager_webhook" ? {
           LOOPBREAKER_ALERT_CLUSTER = var.alert_cluster
         } : {},
-        each.key == "on_chat_action" ? {
-          LOOPBREAKER_GOOGLE_CHAT_AUDIENCE = var.google_chat_audience
+        # The audience of Google Chat's tokens: the endpoint URL by default (the Chat app's
+        # "Authentication Audience: HTTP endpoint URL", deploy/slack/google-chat.md).
+        each.key == "on_chat_action" && var.notifier == "google-chat" ? {
+          LOOPBREAKER_GOOGLE_CHAT_AUDIENCE = coalesce(var.google_chat_audience, local.function_urls["on_chat_action"])
         } : {},
         each.key == "on_remediation_request" ? {
           LOOPBREAKER_DRY_RUN                = tostring(var.dry_run)
@@ -94,55 +99,38 @@ resource "google_cloudfunctions2_function" "this" {
       ) : variable => value if value != null && value != ""
     }
 
-    # Secret Manager values as plain LOOPBREAKER_* variables, resolved when an instance
-    # starts; each function gets only the secrets it reads (local.functions[*].secrets).
+    # Secret Manager values as plain LOOPBREAKER_* variables, resolved when a revision is
+    # deployed and when an instance starts; each function gets only the secrets it reads
+    # (local.functions[*].secrets). The version is the one this module added: a new value
+    # is a new version and a new revision, and the deploy waits for the version to exist.
     dynamic "secret_environment_variables" {
       for_each = local.function_secrets[each.key]
       content {
         key        = local.secret_variables[secret_environment_variables.value]
         project_id = data.google_project.this.number
         secret     = google_secret_manager_secret.this[secret_environment_variables.value].secret_id
-        version    = "latest"
+        version    = google_secret_manager_secret_version.this[secret_environment_variables.value].version
       }
-    }
-  }
-
-  # on_log_entry and on_remediation_request: Pub/Sub CloudEvents through Eventarc. Retries
-  # are on: both handlers are idempotent (deliveries are deduplicated by entry and
-  # messageId; remediation steps recorded as done never run again), so a TransientError
-  # is redelivered with backoff instead of being lost.
-  dynamic "event_trigger" {
-    for_each = each.value.trigger == null ? [] : [each.value.trigger]
-    content {
-      trigger_region        = var.region
-      event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
-      pubsub_topic          = event_trigger.value == "log_events" ? google_pubsub_topic.log_events.id : google_pubsub_topic.remediation.id
-      retry_policy          = "RETRY_POLICY_RETRY"
-      service_account_email = google_service_account.trigger.email
     }
   }
 
   lifecycle {
     precondition {
       condition     = var.notifier != "slack" || var.slack_channel != null
-      error_message = "notifier = \"slack\" needs slack_channel (and a slack-bot-token secret version)."
+      error_message = "notifier = \"slack\" needs slack_channel (a channel id such as C0123456789)."
     }
     precondition {
       condition     = var.notifier != "google-chat" || var.google_chat_space != null
       error_message = "notifier = \"google-chat\" needs google_chat_space (the module posts through the Chat API as the Chat app)."
     }
-    precondition {
-      condition     = var.notifier != "google-chat" || length(var.approvers) == 0 || var.google_chat_audience != null
-      error_message = "Approvals in Google Chat need google_chat_audience, or every click is refused with 401."
-    }
   }
 
   depends_on = [
     google_project_service.this,
-    # Cloud Run checks at deploy time that the runtime account can read its secrets.
+    # Cloud Run resolves every secret reference at deploy time: the version must exist
+    # (also implied by the version reference above) and the runtime account read it.
+    google_secret_manager_secret_version.this,
     google_secret_manager_secret_iam_member.accessor,
-    # Pub/Sub must be able to sign the trigger account's tokens before the first push.
-    google_service_account_iam_member.trigger_token_creator,
   ]
 }
 
@@ -152,7 +140,7 @@ resource "google_cloudfunctions2_function" "this" {
 # their service accounts can publish remediation requests at most: never touch a node.
 resource "google_cloud_run_service_iam_member" "public_invoker" {
   # checkov:skip=CKV_GCP_102: public on purpose; Slack, Google Chat and Alertmanager hold no Google credentials, and the function verifies every request (signature or token) itself.
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy && fn.public }
+  for_each = { for name, fn in local.deployed : name => fn if fn.public }
 
   project  = var.project_id
   location = google_cloudfunctions2_function.this[each.key].location
@@ -161,9 +149,9 @@ resource "google_cloud_run_service_iam_member" "public_invoker" {
   member   = "allUsers"
 }
 
-# The event functions may be invoked by their Eventarc trigger's service account only.
+# The pushed functions may be invoked by the push subscriptions' service account only.
 resource "google_cloud_run_service_iam_member" "trigger_invoker" {
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy && fn.trigger != null }
+  for_each = { for name, fn in local.deployed : name => fn if fn.trigger != null }
 
   project  = var.project_id
   location = google_cloudfunctions2_function.this[each.key].location

@@ -1,16 +1,18 @@
-# Least privilege, one service account per function:
+# Least privilege, one service account per function, each grant switched on by the input
+# that needs it:
 #
-#   function                 store  remediation topic  diagnosis (read)  nodes and VMs
-#   on_log_entry             yes    -                  -                 -
-#   on_schedule              yes    publish            yes               -
-#   on_chat_action           yes    publish            -                 -
-#   on_remediation_request   yes    -                  -                 custom role
-#   on_alertmanager_webhook  yes    -                  -                 -
+#   function                 store  remediation topic        diagnosis (read)  nodes and VMs
+#   on_log_entry             yes    -                        -                 -
+#   on_schedule              yes    publish (with approvers) live_sources      -
+#   on_chat_action           yes    publish (with approvers) -                 -
+#   on_remediation_request   yes    -                        -                 custom roles (below)
+#   on_alertmanager_webhook  yes    -                        -                 -
 #
-# No basic role (owner, editor, viewer) is granted anywhere.
+# on_remediation_request is deployed only with approvers. No basic role (owner, editor,
+# viewer) is granted anywhere.
 
 resource "google_service_account" "functions" {
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy }
+  for_each = local.deployed
 
   project      = var.project_id
   account_id   = "${local.name_prefix}${each.value.account}"
@@ -30,28 +32,54 @@ resource "google_service_account" "scheduler" {
   depends_on = [google_project_service.this]
 }
 
-# The Eventarc triggers of on_log_entry and on_remediation_request push as this account.
+# The push subscriptions of on_log_entry and on_remediation_request (pubsub.tf) send an
+# OIDC token of this account.
 resource "google_service_account" "trigger" {
   project      = var.project_id
   account_id   = "${local.name_prefix}trigger"
-  display_name = "loopbreaker Eventarc triggers"
-  description  = "Identity of the Eventarc Pub/Sub triggers; may only invoke the event functions."
+  display_name = "loopbreaker Pub/Sub push"
+  description  = "Identity of the Pub/Sub push subscriptions; may only invoke the pushed functions."
 
   depends_on = [google_project_service.this]
 }
 
-# Pub/Sub mints the trigger account's OIDC tokens for the push to the function.
+# --- the Pub/Sub service agent -------------------------------------------------------------
+
+# A project's Pub/Sub service agent (service-NUMBER@gcp-sa-pubsub...) may not exist yet on
+# a new project: create it, so the grants below never name an account that is not there.
+resource "google_project_service_identity" "pubsub" {
+  provider = google-beta
+
+  project = var.project_id
+  service = "pubsub.googleapis.com"
+
+  depends_on = [google_project_service.this]
+}
+
+# IAM is eventually consistent: a grant to a service agent created a moment ago can be
+# refused ("does not exist") until it has propagated. The grants read the member from
+# here, so they wait; a new agent (another project) waits again.
+resource "time_sleep" "pubsub_agent" {
+  create_duration = "60s"
+
+  triggers = {
+    member = google_project_service_identity.pubsub.member
+  }
+}
+
+# The agent mints the push account's OIDC tokens (needed in projects created before
+# April 2021; harmless in newer ones).
 resource "google_service_account_iam_member" "trigger_token_creator" {
   service_account_id = google_service_account.trigger.name
   role               = "roles/iam.serviceAccountTokenCreator"
-  member             = "serviceAccount:${local.pubsub_service_agent}"
+  member             = time_sleep.pubsub_agent.triggers["member"]
 }
 
 # --- the incident store ------------------------------------------------------------------
 
 # Every function reads and writes incidents; the grant is limited to the one database.
 resource "google_project_iam_member" "datastore_user" {
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy }
+  for_each = local.deployed
 
   project = var.project_id
   role    = "roles/datastore.user"
@@ -66,40 +94,88 @@ resource "google_project_iam_member" "datastore_user" {
 
 # --- remediation -------------------------------------------------------------------------
 
-# What on_remediation_request needs, and nothing more: re-check the node and VM, cordon,
-# evict or delete pods, delete the VM (or report its host) and wait for the operation.
+locals {
+  # Permission => whether the settings need it. on_remediation_request re-reads the node
+  # and cordons it (nodes), evicts its pods (policy/v1 evictions honour
+  # PodDisruptionBudgets) and, with drain_mode = "delete-after-timeout" only, deletes the
+  # pods a budget still holds at the timeout; it waits for the VM's zone operation.
+  remediation_permissions = {
+    "compute.zoneOperations.get" = true
+    "container.clusters.get"     = true
+    "container.nodes.get"        = true
+    "container.nodes.list"       = true
+    "container.nodes.update"     = true
+    "container.pods.evict"       = true
+    "container.pods.list"        = true
+    "container.pods.delete"      = var.drain_mode == "delete-after-timeout"
+  }
+  # On the VM it re-reads it, then either deletes it (host_action = "delete") or reports
+  # its host as faulty (host_action = "report-faulty"), never both.
+  remediation_vm_permissions = {
+    "compute.instances.get"                = true
+    "compute.instances.delete"             = var.host_action == "delete"
+    "compute.instances.reportHostAsFaulty" = var.host_action == "report-faulty"
+  }
+  # IAM conditions see a Compute Engine instance as projects/P/zones/Z/instances/NAME; GKE
+  # names every node VM gke-<cluster>-<pool>-<hash>-<suffix>.
+  gke_instances_only = join(" && ", [
+    "resource.type == \"compute.googleapis.com/Instance\"",
+    "resource.name.startsWith(\"projects/${var.project_id}/zones/\")",
+    "resource.name.extract(\"/instances/{name}\").startsWith(\"gke-\")",
+  ])
+}
+
+# What on_remediation_request needs beside the VM: the node, its pods, the VM's operation.
 resource "google_project_iam_custom_role" "remediation" {
+  count = local.approvals ? 1 : 0
+
   project     = var.project_id
   role_id     = "${local.role_prefix}remediation"
   title       = "loopbreaker remediation"
-  description = "Cordon, drain and delete one approved GKE node VM (loopbreaker on_remediation_request)."
+  description = "Cordon and drain one approved GKE node, and wait for its VM's operation (loopbreaker on_remediation_request)."
   stage       = "GA"
-  permissions = [
-    "compute.instances.delete",
-    "compute.instances.get",
-    "compute.instances.reportHostAsFaulty",
-    "compute.zoneOperations.get",
-    "container.clusters.get",
-    "container.nodes.get",
-    "container.nodes.list",
-    "container.nodes.update",
-    "container.pods.delete",
-    "container.pods.evict",
-    "container.pods.list",
-  ]
+  permissions = sort([for permission, needed in local.remediation_permissions : permission if needed])
 }
 
-# The only holder of the custom role: the remediation function's own account.
+# What it needs on the VM, granted on GKE node VMs only (the condition below).
+resource "google_project_iam_custom_role" "remediation_vm" {
+  count = local.approvals ? 1 : 0
+
+  project     = var.project_id
+  role_id     = "${local.role_prefix}remediation_vm"
+  title       = "loopbreaker remediation (GKE node VMs)"
+  description = "Read, and delete or report the host of, one approved GKE node VM (loopbreaker on_remediation_request)."
+  stage       = "GA"
+  permissions = sort([for permission, needed in local.remediation_vm_permissions : permission if needed])
+}
+
+# The only holder of the custom roles: the remediation function's own account.
 resource "google_project_iam_member" "remediation" {
+  count = local.approvals ? 1 : 0
+
   project = var.project_id
-  role    = google_project_iam_custom_role.remediation.id
+  role    = google_project_iam_custom_role.remediation[0].id
   member  = "serviceAccount:${google_service_account.functions["on_remediation_request"].email}"
+}
+
+resource "google_project_iam_member" "remediation_vm" {
+  count = local.approvals ? 1 : 0
+
+  project = var.project_id
+  role    = google_project_iam_custom_role.remediation_vm[0].id
+  member  = "serviceAccount:${google_service_account.functions["on_remediation_request"].email}"
+
+  condition {
+    title       = "gke-node-vms"
+    description = "Compute Engine instances of this project whose name starts with gke- (GKE node VMs)."
+    expression  = local.gke_instances_only
+  }
 }
 
 # Filing the support case (LOOPBREAKER_SUPPORT_PARENT = projects/P). For an organization
 # parent, grant roles/cloudsupport.techSupportEditor on the organization by hand.
 resource "google_project_iam_member" "support" {
-  for_each = startswith(coalesce(var.support_parent, "-"), "projects/") ? toset([trimprefix(coalesce(var.support_parent, "-"), "projects/")]) : toset([])
+  for_each = local.approvals && startswith(coalesce(var.support_parent, "-"), "projects/") ? toset([trimprefix(coalesce(var.support_parent, "-"), "projects/")]) : toset([])
 
   project = each.value
   role    = "roles/cloudsupport.techSupportEditor"
@@ -107,9 +183,9 @@ resource "google_project_iam_member" "support" {
 }
 
 # Approved requests (on_chat_action) and requests whose publish failed (on_schedule, once
-# 30 s later) go to the remediation topic: publisher there, nowhere else.
+# 30 s later) go to the remediation topic: publisher there, nowhere else, with approvers.
 resource "google_pubsub_topic_iam_member" "remediation_publisher" {
-  for_each = { for name, fn in local.functions : name => fn if fn.deploy && fn.approvals }
+  for_each = { for name, fn in local.deployed : name => fn if fn.approvals && local.approvals }
 
   project = var.project_id
   topic   = google_pubsub_topic.remediation.id

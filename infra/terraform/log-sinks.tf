@@ -3,8 +3,42 @@
 # deployment sees every project below them (diagnosis and remediation permissions are
 # granted in var.project_id only: see README, "Sink scope").
 
+locals {
+  # var.clusters narrows every filter, which log-filters.json keeps cluster-blind. Entries
+  # of GKE resources (k8s_container, k8s_pod, k8s_node, k8s_cluster, gke_nodepool) carry
+  # resource.labels.cluster_name. Compute Engine audit entries (gce_instance) name no
+  # cluster, only the VM (protoPayload.resourceName = projects/P/zones/Z/instances/NAME),
+  # and GKE names node VMs gke-<cluster>-<pool>-<hash>-<suffix>, shortening the cluster
+  # part of long names to at least its first 14 characters: a cluster of up to 14
+  # characters is matched by "/instances/gke-<cluster>-", a longer one by its first 14
+  # (which another cluster sharing them would match too).
+  cluster_clause = join(" OR ", [for cluster in var.clusters : "\"${cluster}\""])
+  vm_prefixes = [
+    for cluster in var.clusters : length(cluster) <= 14 ? "/instances/gke-${cluster}-" : "/instances/gke-${substr(cluster, 0, 14)}"
+  ]
+  vm_clause = join(" OR ", [for prefix in local.vm_prefixes : "protoPayload.resourceName:\"${prefix}\""])
+
+  # Sink name => the filter it uses: the generated one whole (empty clusters), or in
+  # parentheses AND the clause for its resource types.
+  sink_filters = {
+    for name, filter in local.log_filters : name => (
+      length(var.clusters) == 0 ? filter : (
+        strcontains(filter, "gce_instance")
+        ? "(${filter})\nAND (${local.vm_clause})"
+        : "(${filter})\nAND resource.labels.cluster_name=(${local.cluster_clause})"
+      )
+    )
+  }
+
+  sinks = merge(
+    google_logging_project_sink.this,
+    google_logging_folder_sink.this,
+    google_logging_organization_sink.this,
+  )
+}
+
 resource "google_logging_project_sink" "this" {
-  for_each = var.sink_scope == "project" ? local.log_filters : {}
+  for_each = var.sink_scope == "project" ? local.sink_filters : {}
 
   project                = var.project_id
   name                   = "${local.name_prefix}${each.key}"
@@ -15,7 +49,7 @@ resource "google_logging_project_sink" "this" {
 }
 
 resource "google_logging_folder_sink" "this" {
-  for_each = var.sink_scope == "folder" ? local.log_filters : {}
+  for_each = var.sink_scope == "folder" ? local.sink_filters : {}
 
   folder           = var.sink_folder
   name             = "${local.name_prefix}${each.key}"
@@ -33,7 +67,7 @@ resource "google_logging_folder_sink" "this" {
 }
 
 resource "google_logging_organization_sink" "this" {
-  for_each = var.sink_scope == "organization" ? local.log_filters : {}
+  for_each = var.sink_scope == "organization" ? local.sink_filters : {}
 
   org_id           = var.sink_organization
   name             = "${local.name_prefix}${each.key}"
@@ -50,16 +84,21 @@ resource "google_logging_organization_sink" "this" {
   }
 }
 
+# A sink's writer identity is a Google-managed account that IAM may not know for a moment
+# after the sink is created. The grant reads each identity from here, so it waits; a new
+# sink (another scope) waits again, an unchanged one never.
+resource "time_sleep" "sink_writers" {
+  create_duration = "60s"
+
+  triggers = { for name, sink in local.sinks : name => sink.writer_identity }
+}
+
 # Each active sink's own writer identity may publish to log_events, and to nothing else.
 resource "google_pubsub_topic_iam_member" "sink_writer" {
-  for_each = merge(
-    google_logging_project_sink.this,
-    google_logging_folder_sink.this,
-    google_logging_organization_sink.this,
-  )
+  for_each = local.sink_filters
 
   project = var.project_id
   topic   = google_pubsub_topic.log_events.id
   role    = "roles/pubsub.publisher"
-  member  = each.value.writer_identity
+  member  = time_sleep.sink_writers.triggers[each.key]
 }

@@ -3,7 +3,7 @@ locals {
   # The functions' own log entries (Cloud Functions 2nd gen log as Cloud Run revisions).
   function_logs = join(" ", [
     "resource.type=\"cloud_run_revision\"",
-    "AND resource.labels.service_name=(${join(" OR ", [for name, fn in local.functions : "\"${local.name_prefix}${fn.name}\"" if fn.deploy])})",
+    "AND resource.labels.service_name=(${join(" OR ", [for name, fn in local.deployed : "\"${local.name_prefix}${fn.name}\""])})",
   ])
   log_metric_types = {
     entries_rejected      = "logging.googleapis.com/user/${google_logging_metric.entries_rejected.name}"
@@ -97,6 +97,16 @@ resource "google_logging_metric" "entries_rejected" {
   }
 }
 
+# A new log-based metric is known to Cloud Logging at once but to Cloud Monitoring only
+# after a while: an alert policy on it is refused with 404 "Cannot find metric(s) ... it
+# could take up to 10 minutes to become available" until then. The policies on these
+# metrics wait here after the metrics are created (once: a renamed metric waits again).
+resource "time_sleep" "log_metrics" {
+  create_duration = var.metric_propagation_wait
+
+  triggers = local.log_metric_types
+}
+
 # --- alert policies ---------------------------------------------------------------------
 
 # Managed Service for Prometheus: kube_jobset_restarts is a gauge of status.restarts; its
@@ -158,7 +168,7 @@ resource "google_monitoring_alert_policy" "dead_letters" {
 
   documentation {
     mime_type = "text/markdown"
-    content   = "Deliveries failed 10 times. After a fix: `gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.id} --limit=100 --format=json > dead.json` and `loopbreaker replay dead.json`."
+    content   = "Deliveries failed ${var.max_delivery_attempts} times. After a fix: `gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.id} --limit=100 --format=json > dead.json` and `loopbreaker replay dead.json`."
   }
 }
 
@@ -173,7 +183,7 @@ resource "google_monitoring_alert_policy" "entries_rejected" {
   conditions {
     display_name = "on_log_entry rejected messages"
     condition_threshold {
-      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${local.log_metric_types.entries_rejected}\""
+      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${time_sleep.log_metrics.triggers["entries_rejected"]}\""
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"
@@ -189,6 +199,8 @@ resource "google_monitoring_alert_policy" "entries_rejected" {
     mime_type = "text/markdown"
     content   = "Messages on the log topic that are not LogEntries were acknowledged and dropped; the ERROR line of each (jsonPayload.event=\"entry_rejected\") names its messageId and reason."
   }
+
+  depends_on = [google_logging_metric.entries_rejected, time_sleep.log_metrics]
 }
 
 resource "google_monitoring_alert_policy" "remediation_failed" {
@@ -202,7 +214,7 @@ resource "google_monitoring_alert_policy" "remediation_failed" {
   conditions {
     display_name = "A remediation step failed"
     condition_threshold {
-      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${local.log_metric_types.remediation_steps}\" AND metric.labels.outcome = \"failed\""
+      filter          = "resource.type = \"cloud_run_revision\" AND metric.type = \"${time_sleep.log_metrics.triggers["remediation_steps"]}\" AND metric.labels.outcome = \"failed\""
       comparison      = "COMPARISON_GT"
       threshold_value = 0
       duration        = "0s"
@@ -219,6 +231,8 @@ resource "google_monitoring_alert_policy" "remediation_failed" {
     mime_type = "text/markdown"
     content   = "A remediation stopped part-way: the node may be left cordoned. The incident's chat message and `loopbreaker incidents show ID --store firestore` give every step and reason."
   }
+
+  depends_on = [google_logging_metric.remediation_steps, time_sleep.log_metrics]
 }
 
 # --- dashboard ----------------------------------------------------------------------------

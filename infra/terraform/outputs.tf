@@ -8,8 +8,8 @@ output "bundle_object" {
 }
 
 output "chat_action_uri" {
-  description = "URL of on_chat_action: the Slack interactivity request URL or the Google Chat app endpoint."
-  value       = google_cloudfunctions2_function.this["on_chat_action"].service_config[0].uri
+  description = "Stable URL of on_chat_action (https://REGION-PROJECT.cloudfunctions.net/NAME): the Slack interactivity request URL and the Google Chat app's HTTP endpoint."
+  value       = google_cloudfunctions2_function.this["on_chat_action"].url
 }
 
 output "dead_letter_subscription" {
@@ -18,15 +18,8 @@ output "dead_letter_subscription" {
 }
 
 output "dead_letter_topic" {
-  description = "Id of the dead-letter topic to set on the Eventarc-created subscriptions."
+  description = "Id of the dead-letter topic the push subscriptions forward undeliverable messages to."
   value       = google_pubsub_topic.dead_letter.id
-}
-
-output "event_triggers" {
-  description = "Eventarc trigger of each event function, whose Pub/Sub subscription gets the dead-letter policy."
-  value = {
-    for name, fn in google_cloudfunctions2_function.this : name => fn.event_trigger[0].trigger if length(fn.event_trigger) > 0
-  }
 }
 
 output "firestore_database" {
@@ -40,13 +33,18 @@ output "function_service_accounts" {
 }
 
 output "function_uris" {
-  description = "URL of each deployed function."
+  description = "run.app URL of each deployed function (the push endpoint of the pushed ones)."
   value       = { for name, fn in google_cloudfunctions2_function.this : name => fn.service_config[0].uri }
 }
 
 output "log_events_topic" {
-  description = "Id of the topic the log sinks publish to and on_log_entry is triggered by."
+  description = "Id of the topic the log sinks publish to and on_log_entry is pushed from."
   value       = google_pubsub_topic.log_events.id
+}
+
+output "push_subscriptions" {
+  description = "Id of the push subscription of each pushed function (with its retry and dead-letter policies)."
+  value       = { for name, subscription in google_pubsub_subscription.push : name => subscription.id }
 }
 
 output "remediation_topic" {
@@ -60,22 +58,26 @@ output "scheduler_service_account" {
 }
 
 output "secret_ids" {
-  description = "Secret Manager secret id of each secret, for adding versions out of band."
+  description = "Secret Manager secret id of each secret in use."
   value       = { for name, secret in google_secret_manager_secret.this : name => secret.secret_id }
+}
+
+output "sink_filters" {
+  description = "The filter of each log sink: the generated one, narrowed to var.clusters."
+  value       = local.sink_filters
 }
 
 output "sink_writer_identities" {
   description = "Writer identity of each log sink (publisher on the log_events topic only)."
-  value = {
-    for name, sink in merge(
-      google_logging_project_sink.this,
-      google_logging_folder_sink.this,
-      google_logging_organization_sink.this,
-    ) : name => sink.writer_identity
-  }
+  value       = { for name, sink in local.sinks : name => sink.writer_identity }
+}
+
+output "slack_app_manifest" {
+  description = "With notifier = slack: deploy/slack/manifest.yaml with this deployment's interactivity request URL, to paste into the Slack app's App Manifest page."
+  value       = var.notifier == "slack" ? yamlencode(local.slack_app_manifest) : null
 }
 
 output "trigger_service_account" {
-  description = "Email of the service account the Eventarc triggers invoke the event functions as."
+  description = "Email of the service account the push subscriptions invoke the pushed functions as."
   value       = google_service_account.trigger.email
 }

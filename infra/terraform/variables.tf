@@ -1,6 +1,6 @@
 variable "action_signing_key" {
   type        = string
-  description = "HMAC key (at least 16 characters) that signs approval buttons; null adds no secret version here (add one with gcloud, or leave approvals off)."
+  description = "HMAC key (at least 16 characters, such as `openssl rand -base64 32`) that signs approval buttons; required with approvers (stored as a secret version, and in the state)."
   default     = null
   sensitive   = true
 
@@ -18,9 +18,14 @@ variable "alert_cluster" {
 
 variable "alert_webhook_token" {
   type        = string
-  description = "Bearer token on_alertmanager_webhook accepts (LOOPBREAKER_ALERT_WEBHOOK_TOKEN), stored as a secret version; null adds none here (add one with gcloud)."
+  description = "Bearer token on_alertmanager_webhook accepts (LOOPBREAKER_ALERT_WEBHOOK_TOKEN, at least 16 characters); required with enable_alertmanager_webhook (stored as a secret version, and in the state)."
   default     = null
   sensitive   = true
+
+  validation {
+    condition     = var.alert_webhook_token == null || length(coalesce(var.alert_webhook_token, "-")) >= 16
+    error_message = "alert_webhook_token must be at least 16 characters long."
+  }
 }
 
 variable "approval_ttl" {
@@ -36,7 +41,7 @@ variable "approval_ttl" {
 
 variable "approvers" {
   type        = list(string)
-  description = "Slack user ids and/or Google Chat emails who may approve or reject a remediation; empty turns approvals off."
+  description = "Slack user ids and/or Google Chat emails who may approve or reject a remediation; empty turns approvals off, and with them on_remediation_request and every remediation grant."
   default     = []
 
   validation {
@@ -67,6 +72,17 @@ variable "chat_action_min_instances" {
   }
 }
 
+variable "clusters" {
+  type        = list(string)
+  description = "GKE clusters whose entries the log sinks take (by resource.labels.cluster_name; Compute Engine entries by the node VM name prefix gke-<cluster>-); empty takes every cluster the sinks see."
+  default     = []
+
+  validation {
+    condition     = alltrue([for cluster in var.clusters : can(regex("^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$", cluster))])
+    error_message = "Each cluster must be a GKE cluster name: 1-40 lowercase letters, digits and hyphens, starting with a letter."
+  }
+}
+
 variable "create_firestore_database" {
   type        = bool
   description = "Whether to create the Firestore database; false when it exists already."
@@ -86,7 +102,7 @@ variable "dedup_retention" {
 
 variable "drain_mode" {
   type        = string
-  description = "What a drain does with pods a PodDisruptionBudget keeps: wait, or delete-after-timeout (LOOPBREAKER_DRAIN_MODE)."
+  description = "What a drain does with pods a PodDisruptionBudget keeps: wait, or delete-after-timeout (LOOPBREAKER_DRAIN_MODE; only this grants container.pods.delete)."
   default     = "wait"
 
   validation {
@@ -143,7 +159,7 @@ variable "firestore_location" {
 
 variable "google_chat_audience" {
   type        = string
-  description = "Audience of Google Chat's bearer tokens (the Chat app's project number or endpoint URL), needed to verify Google Chat clicks."
+  description = "Audience of Google Chat's bearer tokens: the Chat app's project number, when its Authentication Audience is Project Number; null uses the on_chat_action URL (Authentication Audience: HTTP endpoint URL)."
   default     = null
 }
 
@@ -171,7 +187,7 @@ variable "grouping_window" {
 
 variable "host_action" {
   type        = string
-  description = "What remediation does to the bad host's VM: delete, or report-faulty (LOOPBREAKER_HOST_ACTION)."
+  description = "What remediation does to the bad host's VM: delete, or report-faulty (LOOPBREAKER_HOST_ACTION); grants compute.instances.delete or compute.instances.reportHostAsFaulty, not both."
   default     = "delete"
 
   validation {
@@ -225,6 +241,17 @@ variable "max_deletions_per_hour" {
   }
 }
 
+variable "max_delivery_attempts" {
+  type        = number
+  description = "Deliveries of one message to on_log_entry or on_remediation_request before Pub/Sub moves it to the dead-letter topic."
+  default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100 && floor(var.max_delivery_attempts) == var.max_delivery_attempts
+    error_message = "max_delivery_attempts must be a whole number between 5 and 100 (Pub/Sub's limits)."
+  }
+}
+
 variable "max_signals" {
   type        = number
   description = "Signals kept verbatim per incident (LOOPBREAKER_MAX_SIGNALS); counts stay exact beyond it."
@@ -255,6 +282,17 @@ variable "message_retention_duration" {
   validation {
     condition     = can(regex("^[0-9]+s$", var.message_retention_duration)) && try(tonumber(trimsuffix(var.message_retention_duration, "s")) >= 600 && tonumber(trimsuffix(var.message_retention_duration, "s")) <= 604800, false)
     error_message = "message_retention_duration must be between 600s and 604800s."
+  }
+}
+
+variable "metric_propagation_wait" {
+  type        = string
+  description = "How long the alert policies on the log-based metrics wait after the metrics are created, on the first apply only (Cloud Monitoring may take up to 10 minutes to know a new metric)."
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^[0-9]+(s|m)$", var.metric_propagation_wait))
+    error_message = "metric_propagation_wait must be a duration in seconds or minutes, such as 10m or 90s."
   }
 }
 
@@ -321,7 +359,7 @@ variable "query_budget" {
 
 variable "region" {
   type        = string
-  description = "Region of the functions, their triggers, the scheduler job and the source bucket."
+  description = "Region of the functions, the scheduler job and the source bucket."
 
   validation {
     condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
@@ -386,9 +424,14 @@ variable "sink_scope" {
 
 variable "slack_bot_token" {
   type        = string
-  description = "Slack bot token (xoxb-...) stored as a secret version; null adds none here."
+  description = "Slack app bot token (xoxb-...); required with notifier = slack (stored as a secret version, and in the state)."
   default     = null
   sensitive   = true
+
+  validation {
+    condition     = var.slack_bot_token == null || startswith(coalesce(var.slack_bot_token, "-"), "xoxb-")
+    error_message = "slack_bot_token must be a bot token (xoxb-...), not a user or app-level token."
+  }
 }
 
 variable "slack_channel" {
@@ -404,7 +447,7 @@ variable "slack_channel" {
 
 variable "slack_signing_secret" {
   type        = string
-  description = "Slack app signing secret that verifies button clicks, stored as a secret version; null adds none here."
+  description = "Slack app signing secret that verifies button clicks; required with notifier = slack and approvers (stored as a secret version, and in the state)."
   default     = null
   sensitive   = true
 }

@@ -1,12 +1,16 @@
-# loopbreaker for one GKE cluster's project: sinks on that project, Slack approvals, and
-# remediation in dry run (it records the calls it would make, nothing more) until
-# dry_run = false.
+# loopbreaker for one GKE cluster's project: sinks on that project narrowed to the
+# training cluster, Slack approvals, and remediation in dry run (it records the calls it
+# would make, nothing more) until dry_run = false. One apply, no step after it:
 #
-#   terraform init
-#   terraform apply -var project_id=my-training-project -var region=us-central1
-#
-# then add the three secret values (module README, "Secret values") and point the Slack
-# app's interactivity URL at the chat_action_uri output.
+#   1. Create the Slack app from deploy/slack/manifest.yaml (deploy/slack/README.md),
+#      install it (it gives the bot token and the signing secret) and /invite it to the
+#      channel.
+#   2. export TF_VAR_slack_bot_token=xoxb-...
+#      export TF_VAR_slack_signing_secret=...
+#      export TF_VAR_action_signing_key="$(openssl rand -base64 32)"
+#   3. terraform init
+#      terraform apply -var project_id=my-training-project -var cluster=train-a \
+#        -var slack_channel=C0123456789 -var 'approvers=["U0123456789"]'
 
 terraform {
   required_version = ">= 1.5"
@@ -14,11 +18,19 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = ">= 5.40, < 7"
+      version = ">= 6.1, < 9"
+    }
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 6.1, < 9"
     }
     archive = {
       source  = "hashicorp/archive"
-      version = ">= 2.4, < 3"
+      version = ">= 2.4.1, < 3"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9.1, < 1"
     }
   }
 }
@@ -34,7 +46,45 @@ variable "region" {
   default     = "us-central1"
 }
 
+variable "cluster" {
+  type        = string
+  description = "The training cluster whose entries the sinks take."
+}
+
+variable "slack_channel" {
+  type        = string
+  description = "Slack channel id (C...) incident messages go to; the app must be invited there."
+}
+
+variable "approvers" {
+  type        = list(string)
+  description = "Slack user ids (U...) who may approve a remediation."
+}
+
+variable "slack_bot_token" {
+  type        = string
+  description = "The Slack app's bot token (xoxb-...)."
+  sensitive   = true
+}
+
+variable "slack_signing_secret" {
+  type        = string
+  description = "The Slack app's signing secret (Basic Information > App Credentials)."
+  sensitive   = true
+}
+
+variable "action_signing_key" {
+  type        = string
+  description = "HMAC key of the approval buttons: openssl rand -base64 32."
+  sensitive   = true
+}
+
 provider "google" {
+  project = var.project_id
+  region  = var.region
+}
+
+provider "google-beta" {
   project = var.project_id
   region  = var.region
 }
@@ -44,24 +94,28 @@ module "loopbreaker" {
 
   project_id = var.project_id
   region     = var.region
+  clusters   = [var.cluster]
 
   # The cluster's GPU pool only; the system pool is never touched.
   node_pools = ["a3-highgpu-8g"]
 
-  notifier      = "slack"
-  slack_channel = "C0123456789"
-  approvers     = ["U0123456789"]
+  notifier             = "slack"
+  slack_channel        = var.slack_channel
+  approvers            = var.approvers
+  slack_bot_token      = var.slack_bot_token
+  slack_signing_secret = var.slack_signing_secret
+  action_signing_key   = var.action_signing_key
 
   # Keep in dry run until a planned remediation has been read and found right.
   dry_run = true
 }
 
 output "chat_action_uri" {
-  description = "Slack interactivity request URL."
+  description = "Slack interactivity request URL (the one the manifest was given)."
   value       = module.loopbreaker.chat_action_uri
 }
 
-output "secret_ids" {
-  description = "Secrets to add versions to."
-  value       = module.loopbreaker.secret_ids
+output "slack_app_manifest" {
+  description = "The Slack app manifest with this deployment's URL."
+  value       = module.loopbreaker.slack_app_manifest
 }
