@@ -1,7 +1,8 @@
-"""Write the bundled event storm (deterministic: run it again and nothing changes).
+"""Write the bundled event storms (deterministic: run it again and nothing changes).
 
 storm.jsonl          LogEntries, one per line, as ``gcloud logging read`` would give them
 storm.pubsub.json    the same storm as Pub/Sub push envelopes (base64 ``message.data``)
+oom-storm.jsonl      OOM kills in one JobSet, as the log sinks deliver them
 
 The storm: 256 PreemptionEvents from one Spot node pool within four minutes, 64 NCCL
 watchdog timeouts from the workers of one JobSet, four unrelated log lines, redeliveries
@@ -191,10 +192,205 @@ def write_pubsub(entries: list[dict[str, Any]]) -> None:
     (HERE / "storm.pubsub.json").write_text(text + "\n", encoding="utf-8")
 
 
+# --- a storm of OOM kills in one JobSet ------------------------------------------------------
+
+OOM_CLUSTER = "a3-train-usc1"
+OOM_LOCATION = "us-central1"
+OOM_NAMESPACE = "llm"
+OOM_JOBSET = "mistral-7b-sft"
+OOM_START = datetime(2026, 8, 12, 10, 0, 0, tzinfo=UTC)
+OOM_IMAGE = "us-central1-docker.pkg.dev/example-project/llm/sft-trainer:2026.08.05"
+ACTIVITY_LOG = f"projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Factivity"
+GKE_VERSION = "v1.32.4-gke.1767000"
+
+
+def _uid(*parts: object) -> str:
+    import hashlib
+
+    h = hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+
+
+def _cluster_resource() -> dict[str, Any]:
+    return {
+        "type": "k8s_cluster",
+        "labels": {"project_id": PROJECT, "location": OOM_LOCATION, "cluster_name": OOM_CLUSTER},
+    }
+
+
+def _oom_status(pod: str, uid: str, finished: datetime) -> dict[str, Any]:
+    cid = "containerd://" + _uid("cid", pod).replace("-", "") * 2
+    return {
+        "containerStatuses": [
+            {
+                "containerID": cid,
+                "image": OOM_IMAGE,
+                "lastState": {},
+                "name": "trainer",
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "containerID": cid,
+                        "exitCode": 137,
+                        "finishedAt": finished.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "reason": "OOMKilled",
+                        "startedAt": (finished - timedelta(minutes=9)).strftime(
+                            "%Y-%m-%dT%H:%M:%SZ"
+                        ),
+                    }
+                },
+            }
+        ],
+        "phase": "Failed",
+    }
+
+
+def _audit(
+    insert_id: str, at: datetime, method: str, resource: str, principal: str, **bodies: Any
+) -> dict[str, Any]:
+    proto: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+        "authenticationInfo": {"principalEmail": principal},
+        "authorizationInfo": [{"granted": True, "permission": method, "resource": resource}],
+        "methodName": method,
+        "resourceName": resource,
+        "serviceName": "k8s.io",
+        "status": {"code": 0},
+        **bodies,
+    }
+    return {
+        "insertId": insert_id,
+        "labels": {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
+        "logName": ACTIVITY_LOG,
+        "protoPayload": proto,
+        "resource": _cluster_resource(),
+        "severity": "NOTICE",
+        "timestamp": ts(at),
+        "receiveTimestamp": ts(at + timedelta(seconds=3)),
+    }
+
+
+def oom_storm() -> list[dict[str, Any]]:
+    """Three restarts of a JobSet of 16 workers, 8 OOM-killed each time. Per kill the
+    kubelet's status patch (names the pod only: ignored); at each restart the JobSet's
+    ``Restarting`` Event and the garbage collector's deletion of every killed pod, whose
+    audit response is the pod with its labels and its OOMKilled status."""
+    entries: list[dict[str, Any]] = []
+    for attempt in range(3):
+        base = OOM_START + timedelta(minutes=11 * attempt)
+        killed = []
+        for n in range(8):
+            index = 2 * n + 1
+            pod = f"{OOM_JOBSET}-workers-{index // 4}-{index % 4}-a{attempt}k{n:02d}"
+            uid = _uid("pod", pod)
+            node = f"gke-{OOM_CLUSTER}-a3-pool-5e1d9c2b-{attempt}{n:03x}"
+            at = base + timedelta(seconds=7 * n, milliseconds=113 * n)
+            status = _oom_status(pod, uid, at)
+            entries.append(
+                _audit(
+                    f"oomk-{attempt}-{n:02d}",
+                    at + timedelta(seconds=1),
+                    "io.k8s.core.v1.pods.status.patch",
+                    f"core/v1/namespaces/{OOM_NAMESPACE}/pods/{pod}/status",
+                    f"system:node:{node}",
+                    request={"@type": "k8s.io/Patch", "metadata": {"uid": uid}, "status": status},
+                    requestMetadata={
+                        "callerIp": f"10.128.0.{10 + n}",
+                        "callerSuppliedUserAgent": f"kubelet/{GKE_VERSION} (linux/amd64)",
+                    },
+                )
+            )
+            killed.append((pod, uid, index, status))
+        restart = base + timedelta(minutes=1, seconds=20)
+        entries.append(
+            {
+                "insertId": f"jsrestart-{attempt}",
+                "jsonPayload": {
+                    "apiVersion": "v1",
+                    "involvedObject": {
+                        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                        "kind": "JobSet",
+                        "name": OOM_JOBSET,
+                        "namespace": OOM_NAMESPACE,
+                        "uid": _uid("jobset", OOM_JOBSET),
+                    },
+                    "kind": "Event",
+                    "message": f"restarting jobset, attempt {4 + attempt}",
+                    "metadata": {
+                        "name": f"{OOM_JOBSET}.{attempt:016x}",
+                        "namespace": OOM_NAMESPACE,
+                    },
+                    "reason": "Restarting",
+                    "reportingComponent": "jobset",
+                    "source": {"component": "jobset"},
+                    "type": "Warning",
+                },
+                "logName": f"projects/{PROJECT}/logs/events",
+                "resource": _cluster_resource(),
+                "severity": "WARNING",
+                "timestamp": ts(restart),
+                "receiveTimestamp": ts(restart + timedelta(seconds=2)),
+            }
+        )
+        for n, (pod, uid, index, status) in enumerate(killed):
+            at = restart + timedelta(seconds=2, milliseconds=250 * n)
+            labels = {
+                "batch.kubernetes.io/job-completion-index": str(index % 4),
+                "jobset.sigs.k8s.io/job-index": str(index // 4),
+                "jobset.sigs.k8s.io/jobset-name": OOM_JOBSET,
+                "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+                "jobset.sigs.k8s.io/restart-attempt": str(3 + attempt),
+            }
+            response = {
+                "@type": "core.k8s.io/v1.Pod",
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"labels": labels, "name": pod, "namespace": OOM_NAMESPACE, "uid": uid},
+                "spec": {
+                    "containers": [
+                        {
+                            "image": OOM_IMAGE,
+                            "name": "trainer",
+                            "resources": {
+                                "limits": {"memory": "160Gi", "nvidia.com/gpu": "8"},
+                                "requests": {"memory": "160Gi", "nvidia.com/gpu": "8"},
+                            },
+                        }
+                    ],
+                    "restartPolicy": "Never",
+                },
+                "status": status,
+            }
+            entries.append(
+                _audit(
+                    f"oomgc-{attempt}-{n:02d}",
+                    at,
+                    "io.k8s.core.v1.pods.delete",
+                    f"core/v1/namespaces/{OOM_NAMESPACE}/pods/{pod}",
+                    "system:serviceaccount:kube-system:generic-garbage-collector",
+                    request={
+                        "@type": "core.k8s.io/v1.DeleteOptions",
+                        "propagationPolicy": "Background",
+                    },
+                    response=response,
+                )
+            )
+    rng = random.Random(20260812)
+    entries.sort(key=lambda e: e["timestamp"])
+    redeliveries = rng.sample([e for e in entries if e["insertId"].startswith("oomgc")], 6)
+    return entries + redeliveries
+
+
 def main() -> None:
     entries = storm()
     write_jsonl(entries)
     write_pubsub(entries)
+    oom = oom_storm()
+    (HERE / "oom-storm.jsonl").write_text(
+        "\n".join(json.dumps(e, separators=(",", ":")) for e in oom) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":

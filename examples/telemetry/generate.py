@@ -566,6 +566,17 @@ class Scenario:
         self.operator_restarts: dict[tuple[str, str], tuple[int | None, list[int]]] = {}
         #: (pool, type, reason) -> (initial value or None, [minutes of +1 steps])
         self.interruptions: dict[tuple[str, str, str], tuple[int | None, list[int]]] = {}
+        #: node name -> {minute: pressure condition type that is True then}
+        self.node_pressure: dict[str, dict[int, str]] = {}
+        #: Extra metric families after the standard ones: (name, help, kind, series).
+        self.extra_families: list[
+            tuple[str, str, str, list[tuple[dict[str, str], Callable[[int], Any]]]]
+        ] = []
+        #: pod uid -> edits of its pods.json item; node name -> edits of its nodes.json item.
+        self.pod_hooks: dict[str, Callable[[dict[str, Any]], None]] = {}
+        self.node_hooks: dict[str, Callable[[dict[str, Any]], None]] = {}
+        #: pods.json items of pods that are neither JobSet nor Kubeflow pods.
+        self.extra_pod_items: list[dict[str, Any]] = []
         self._ip = 2
 
     # nodes -------------------------------------------------------------------------
@@ -1452,11 +1463,28 @@ class Scenario:
                         },
                         lambda m, n=node, st=status: int(n.not_ready.get(m, "True") == st),
                     )
+                pressure = self.node_pressure.get(node.name)
+                for condition in sorted(set((pressure or {}).values())):
+                    for status in ("False", "True"):
+                        yield (
+                            {
+                                "cluster_name": ctx.cluster,
+                                "node_name": node.name,
+                                "node_pool_name": node.pool,
+                                "condition": condition,
+                                "status": status,
+                            },
+                            lambda m, p=pressure, c=condition, st=status: int(
+                                ((p or {}).get(m) == c) == (st == "True")
+                            ),
+                        )
 
         family(
             "kubernetes_io:node_status_condition",
             node_series(),
-            "Node Ready condition, 1 for the current status.",
+            "Node conditions (Ready, MemoryPressure, DiskPressure), 1 for the current status."
+            if self.node_pressure
+            else "Node Ready condition, 1 for the current status.",
         )
 
         # Pod metrics cover the workload's pods only, as the workflow's pod=~"<workload>.*"
@@ -1514,6 +1542,8 @@ class Scenario:
                 unsched_series(),
                 "1 while the pod is unschedulable.",
             )
+        for name, help_text, kind, extra in self.extra_families:
+            family(name, extra, help_text, kind)
         out.append("# EOF")
         return "\n".join(out) + "\n"
 
@@ -1622,6 +1652,10 @@ class Scenario:
                     },
                 }
             )
+        for item in items:
+            hook = self.node_hooks.get(item["metadata"]["name"])
+            if hook is not None:
+                hook(item)
         return {
             "apiVersion": "v1",
             "items": items,
@@ -1635,6 +1669,11 @@ class Scenario:
             for p in self.pods
             if p.end_m is None
         ]
+        for item in items:
+            hook = self.pod_hooks.get(item["metadata"]["uid"])
+            if hook is not None:
+                hook(item)
+        items += self.extra_pod_items
         items.sort(key=lambda i: (i["metadata"]["namespace"], i["metadata"]["name"]))
         return {
             "apiVersion": "v1",
@@ -3386,6 +3425,1917 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
     return sc
 
 
+# --- workload faults: OOM kills, priority preemption, evictions, image pulls ----------------
+
+GIB = 2**30
+AUDIT_ACTIVITY_LOG = "cloudaudit.googleapis.com/activity"
+KUBELET_AGENT = f"kubelet/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea"
+GC_PRINCIPAL = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+
+def metric_family(
+    sc: Scenario, name: str, help_text: str, kind: str = "gauge"
+) -> list[tuple[dict[str, str], Callable[[int], Any]]]:
+    """The series list of one extra metric family (created on first use)."""
+    for family_name, _, _, series in sc.extra_families:
+        if family_name == name:
+            return series
+    series = []
+    sc.extra_families.append((name, help_text, kind, series))
+    return series
+
+
+def pod_labels_ksm(sc: Scenario, pod: AnyPod) -> dict[str, str]:
+    """The labels kube-state-metrics puts on a container series of ``pod``."""
+    return {
+        "cluster": sc.ctx.cluster,
+        "namespace": pod.namespace,
+        "pod": pod.name,
+        "uid": pod.uid,
+    }
+
+
+def container_of(pod: AnyPod) -> str:
+    return pod.spec.container
+
+
+def since(minute: int) -> Callable[[int], bool]:
+    return lambda m: m >= minute
+
+
+def present(
+    alive: Callable[[int], bool], value: Callable[[int], int]
+) -> Callable[[int], int | None]:
+    """``value(m)`` while the object exists, no sample (None) otherwise."""
+    return lambda m: value(m) if alive(m) else None
+
+
+def lifetime(pod: AnyPod) -> Callable[[int], bool]:
+    """Minutes the pod object exists (kube-state-metrics reports it)."""
+    return lambda m: m >= pod.start_m and (pod.end_m is None or m < pod.end_m)
+
+
+def memory_limit(pod: AnyPod, default: str = "64Gi") -> int:
+    """The container's memory limit in bytes (requests = limits in these pods)."""
+    if isinstance(pod, KfPod):
+        text = pod.spec.resources[pod.rtype].get("memory", default)
+    else:
+        text = pod.spec.resources.get("memory", default)
+    return int(text.removesuffix("Gi")) * GIB
+
+
+def add_memory(
+    sc: Scenario, pod: AnyPod, usage: Callable[[int], float], *, with_limit: bool = True
+) -> None:
+    """cAdvisor's working set of the pod's container (``usage(m)`` a share of its limit)
+    and the limit kube-state-metrics reports."""
+    limit = memory_limit(pod)
+    alive = lifetime(pod)
+    node = pod.node.name if pod.node else ""
+    labels = {
+        "cluster": sc.ctx.cluster,
+        "namespace": pod.namespace,
+        "pod": pod.name,
+        "container": container_of(pod),
+        "node": node,
+    }
+    metric_family(
+        sc, "container_memory_working_set_bytes", "Current working set of the container."
+    ).append(
+        (
+            labels,
+            lambda m, a=alive, u=usage, lim=limit: (
+                int(min(u(m), 1.0) * lim) if a(m) and pod.phase_at(m) == "Running" else None
+            ),
+        )
+    )
+    if with_limit:
+        metric_family(
+            sc, "kube_pod_container_resource_limits", "The container's resource limits."
+        ).append(
+            (
+                {
+                    **pod_labels_ksm(sc, pod),
+                    "container": container_of(pod),
+                    "node": node,
+                    "resource": "memory",
+                    "unit": "byte",
+                },
+                lambda m, a=alive, lim=limit: lim if a(m) else None,
+            )
+        )
+
+
+def add_reason(
+    sc: Scenario,
+    metric: str,
+    pod: AnyPod,
+    reason: str,
+    minutes: Callable[[int], bool],
+    **labels: str,
+) -> None:
+    """A kube-state-metrics reason series of ``pod``: 1 while ``minutes(m)``, absent else."""
+    helps = {
+        "kube_pod_container_status_last_terminated_reason": "Describes the last reason the "
+        "container was in terminated state.",
+        "kube_pod_container_status_terminated_reason": "Describes the reason the container "
+        "is currently in terminated state.",
+        "kube_pod_container_status_waiting_reason": "Describes the reason the container is "
+        "currently in waiting state.",
+        "kube_pod_status_reason": "The pod status reasons.",
+    }
+    metric_family(sc, metric, helps[metric]).append(
+        (
+            {**pod_labels_ksm(sc, pod), **labels, "reason": reason},
+            present(lifetime(pod), lambda m, f=minutes: 1 if f(m) else 0),
+        )
+    )
+
+
+def add_pod_info(
+    sc: Scenario,
+    pod: AnyPod,
+    priority_class: str,
+    created_by: tuple[str, str],
+) -> None:
+    node = pod.node
+    metric_family(sc, "kube_pod_info", "Information about pod.").append(
+        (
+            {
+                **pod_labels_ksm(sc, pod),
+                "host_ip": node.ip if node else "",
+                "pod_ip": pod.ip,
+                "node": node.name if node else "",
+                "created_by_kind": created_by[0],
+                "created_by_name": created_by[1],
+                "priority_class": priority_class,
+                "host_network": "false",
+            },
+            present(lifetime(pod), lambda m: 1),
+        )
+    )
+
+
+def pod_event_ex(
+    sc: Scenario,
+    pod: AnyPod,
+    m: float,
+    reason: str,
+    message: str,
+    *,
+    component: str,
+    etype: str = "Normal",
+    related: dict[str, Any] | None = None,
+    action: str | None = None,
+    annotations: dict[str, str] | None = None,
+    count: int = 1,
+    first_m: float | None = None,
+) -> dict[str, Any]:
+    """A Pod Event with the fields of the events.k8s.io API where its recorder sets them:
+    the scheduler's ``related`` preemptor and ``action``, the kubelet's annotations."""
+    entry = sc.event_pod(
+        pod, m, reason, message, component=component, etype=etype, count=count, first_m=first_m
+    )
+    payload = entry["jsonPayload"]
+    if related is not None:
+        # The scheduler records through events.k8s.io/v1: eventTime, no first/last time.
+        payload["related"] = related
+        payload["action"] = action
+        payload["eventTime"] = payload["lastTimestamp"].replace("Z", ".000000Z")
+        payload["firstTimestamp"] = None
+        payload["lastTimestamp"] = None
+        payload["reportingComponent"] = component
+        payload["reportingInstance"] = f"{component}-gke-{sc.ctx.cluster[:20]}"
+        payload["source"] = {}
+    if annotations:
+        payload["metadata"]["annotations"] = dict(annotations)
+    return entry
+
+
+def pod_ref(pod: AnyPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "resourceVersion": str(rand_int(10**7, 10**8, "ref", pod.uid)),
+        "uid": pod.uid,
+    }
+
+
+def jobset_event(
+    sc: Scenario, spec: JobSetSpec, m: float, reason: str, message: str, etype: str = "Warning"
+) -> dict[str, Any]:
+    """An Event the JobSet controller records on the JobSet (``Restarting``...)."""
+    ctx = sc.ctx
+    at = ctx.at(m, "jsev", spec.name, reason, message)
+    payload = k8s_event_payload(
+        involved={
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": spec.name,
+            "namespace": ctx.namespace,
+            "resourceVersion": str(rand_int(10**7, 10**8, "jsrv", spec.name, at)),
+            "uid": sc.jobset_uid(spec.name),
+        },
+        reason=reason,
+        message=message,
+        component="jobset",
+        etype=etype,
+        first_ns=at,
+        last_ns=at,
+        count=1,
+        namespace=ctx.namespace,
+    )
+    resource = {"cluster_name": ctx.cluster, "location": ctx.location, "project_id": ctx.project}
+    return sc.event(
+        "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
+    )
+
+
+def kernel_oom(
+    sc: Scenario, pod: AnyPod, m: float, *, qos: str = "burstable", task: str = "python3"
+) -> list[dict[str, Any]]:
+    """What the kernel logs when a container's memory cgroup hits its limit: the
+    ``oom-kill:`` line names the pod's cgroup (hence its uid)."""
+    node = pod.node
+    assert node is not None
+    limit_kb = memory_limit(pod) // 1024
+    cid = rand_hex(64, "cid", pod.uid, m)
+    pid = rand_int(2000, 60000, "oompid", pod.uid, m)
+    qos_path = "" if qos == "guaranteed" else f"/{qos}"
+    memcg = f"/kubepods{qos_path}/pod{pod.uid}/{cid}"
+    anon = limit_kb - rand_int(4000, 90000, "anon", pod.uid, m)
+    lines = [
+        f"{task} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=-997",
+        f"memory: usage {limit_kb}kB, limit {limit_kb}kB, failcnt {rand_int(20, 4000, 'fc', m)}",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),"
+        f"cpuset={cid},mems_allowed=0-1,oom_memcg={memcg},task_memcg={memcg},"
+        f"task={task},pid={pid},uid=0",
+        f"Memory cgroup out of memory: Killed process {pid} ({task}) "
+        f"total-vm:{anon + rand_int(10**6, 4 * 10**6, 'vm', m)}kB, anon-rss:{anon}kB, "
+        f"file-rss:{rand_int(20000, 90000, 'frss', m)}kB, shmem-rss:0kB, UID:0 "
+        f"pgtables:{rand_int(90000, 300000, 'pgt', m)}kB oom_score_adj:-997",
+    ]
+    out = [
+        sc.kernel_line(node, m + 0.0002 * i, line, key=("oom", pod.uid, i))
+        for i, line in enumerate(lines)
+    ]
+    # node-problem-detector's kernel monitor turns the kill into a Node Event.
+    entry = sc.event_node(node, m + 0.02, "OOMKilling", lines[-1], etype="Warning")
+    entry["jsonPayload"]["source"] = {"component": "kernel-monitor", "host": node.name}
+    entry["jsonPayload"]["reportingComponent"] = "kernel-monitor"
+    entry["jsonPayload"]["reportingInstance"] = node.name
+    return [*out, entry]
+
+
+def terminated_status(
+    sc: Scenario, pod: AnyPod, m: float, *, reason: str, code: int, started_m: float
+) -> dict[str, Any]:
+    """A container status that ended at T+m."""
+    return {
+        "containerID": "containerd://" + rand_hex(64, "cid", pod.uid, "term"),
+        "image": pod.spec.image,
+        "imageID": pod.spec.image.split(":")[0] + "@sha256:" + rand_hex(64, "img", pod.spec.image),
+        "lastState": {},
+        "name": container_of(pod),
+        "ready": False,
+        "restartCount": 0,
+        "started": False,
+        "state": {
+            "terminated": {
+                "containerID": "containerd://" + rand_hex(64, "cid", pod.uid, "term"),
+                "exitCode": code,
+                "finishedAt": fmt_ts(sc.ctx.at(m, "fin", pod.uid), 0),
+                "reason": reason,
+                "startedAt": fmt_ts(sc.ctx.at(started_m, "st", pod.uid), 0),
+            }
+        },
+    }
+
+
+def audit_entry_k8s(
+    sc: Scenario,
+    m: float,
+    *,
+    method: str,
+    resource: str,
+    principal: str,
+    agent: str,
+    caller_ip: str,
+    request: dict[str, Any] | None = None,
+    response: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Kubernetes audit entry as GKE writes it to the Admin Activity log."""
+    ctx = sc.ctx
+    proto: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+        "authenticationInfo": {"principalEmail": principal},
+        "authorizationInfo": [{"granted": True, "permission": method, "resource": resource}],
+        "methodName": method,
+        "requestMetadata": {"callerIp": caller_ip, "callerSuppliedUserAgent": agent},
+        "resourceName": resource,
+        "serviceName": "k8s.io",
+        "status": {"code": 0},
+    }
+    if request is not None:
+        proto["request"] = request
+    if response is not None:
+        proto["response"] = response
+    return sc.add(
+        make_entry(
+            ctx.project,
+            log_id=AUDIT_ACTIVITY_LOG,
+            resource_type="k8s_cluster",
+            resource_labels={
+                "cluster_name": ctx.cluster,
+                "location": ctx.location,
+                "project_id": ctx.project,
+            },
+            at_ns=ctx.at(m, "audit-k8s", method, resource),
+            severity="NOTICE",
+            proto_payload=proto,
+            labels={"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
+            digits=6,
+        )
+    )
+
+
+def audit_oom_patch(sc: Scenario, pod: AnyPod, m: float, started_m: float) -> dict[str, Any]:
+    """The kubelet's status patch that reports the container ``OOMKilled``."""
+    node = pod.node
+    assert node is not None
+    status = terminated_status(sc, pod, m - 0.01, reason="OOMKilled", code=137, started_m=started_m)
+    return audit_entry_k8s(
+        sc,
+        m,
+        method="io.k8s.core.v1.pods.status.patch",
+        resource=f"core/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+        principal=f"system:node:{node.name}",
+        agent=KUBELET_AGENT,
+        caller_ip=node.ip,
+        request={
+            "@type": "k8s.io/Patch",
+            "metadata": {"uid": pod.uid},
+            "status": {
+                "$setElementOrder/conditions": [
+                    {"type": t}
+                    for t in (
+                        "PodReadyToStartContainers",
+                        "Initialized",
+                        "Ready",
+                        "ContainersReady",
+                        "PodScheduled",
+                    )
+                ],
+                "containerStatuses": [status],
+                "phase": "Failed",
+            },
+        },
+    )
+
+
+def audit_gc_delete(sc: Scenario, pod: Pod, m: float, status: dict[str, Any]) -> dict[str, Any]:
+    """The garbage collector deleting a pod of a restarted JobSet; the response is the pod,
+    with its labels and its last status."""
+    item = pod_item(sc, pod)
+    item["status"] = status
+    item["metadata"]["deletionTimestamp"] = fmt_ts(sc.ctx.at(m, "del", pod.uid), 0)
+    item["metadata"]["deletionGracePeriodSeconds"] = 0
+    return audit_entry_k8s(
+        sc,
+        m,
+        method="io.k8s.core.v1.pods.delete",
+        resource=f"core/v1/namespaces/{pod.namespace}/pods/{pod.name}",
+        principal=GC_PRINCIPAL,
+        agent=f"kube-controller-manager/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea/"
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+        caller_ip="::1",
+        request={
+            "@type": "core.k8s.io/v1.DeleteOptions",
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": pod.uid},
+            "propagationPolicy": "Background",
+        },
+        response={"@type": "core.k8s.io/v1.Pod", **item},
+    )
+
+
+def failed_status(
+    sc: Scenario, pod: AnyPod, m: float, started_m: float, *, reason: str, code: int
+) -> dict[str, Any]:
+    node = pod.node
+    return {
+        "conditions": [
+            {
+                "lastProbeTime": None,
+                "lastTransitionTime": fmt_ts(sc.ctx.at(m, "c", pod.uid), 0),
+                "status": "False",
+                "type": t,
+            }
+            for t in ("Ready", "ContainersReady")
+        ],
+        "containerStatuses": [
+            terminated_status(sc, pod, m, reason=reason, code=code, started_m=started_m)
+        ],
+        "hostIP": node.ip if node else "",
+        "phase": "Failed",
+        "podIP": pod.ip,
+        "qosClass": "Burstable",
+        "startTime": fmt_ts(pod.created_ns, 0),
+    }
+
+
+def waiting_on_image(
+    sc: Scenario, pod: AnyPod, reason: str, message: str
+) -> Callable[[dict[str, Any]], None]:
+    """A pods.json hook: the pod is bound to its node and its container waits on a pull."""
+
+    def hook(item: dict[str, Any]) -> None:
+        node = pod.node
+        assert node is not None
+        created = fmt_ts(pod.created_ns, 0)
+        bound = fmt_ts(sc.ctx.at(pod.start_m - 0.8, "bound", pod.uid), 0)
+        item["spec"]["nodeName"] = node.name
+        item["status"] = {
+            "conditions": [
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": bound,
+                    "status": "True",
+                    "type": "PodReadyToStartContainers",
+                },
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": bound,
+                    "status": "True",
+                    "type": "Initialized",
+                },
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": bound,
+                    "message": f"containers with unready status: [{container_of(pod)}]",
+                    "reason": "ContainersNotReady",
+                    "status": "False",
+                    "type": "Ready",
+                },
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": bound,
+                    "message": f"containers with unready status: [{container_of(pod)}]",
+                    "reason": "ContainersNotReady",
+                    "status": "False",
+                    "type": "ContainersReady",
+                },
+                {
+                    "lastProbeTime": None,
+                    "lastTransitionTime": bound,
+                    "status": "True",
+                    "type": "PodScheduled",
+                },
+            ],
+            "containerStatuses": [
+                {
+                    "image": pod.spec.image,
+                    "imageID": "",
+                    "lastState": {},
+                    "name": container_of(pod),
+                    "ready": False,
+                    "restartCount": 0,
+                    "started": False,
+                    "state": {"waiting": {"message": message, "reason": reason}},
+                }
+            ],
+            "hostIP": node.ip,
+            "hostIPs": [{"ip": node.ip}],
+            "phase": "Pending",
+            "podIP": pod.ip,
+            "podIPs": [{"ip": pod.ip}],
+            "qosClass": "Guaranteed",
+            "startTime": created,
+        }
+
+    return hook
+
+
+def priority_hook(priority_class: str, value: int) -> Callable[[dict[str, Any]], None]:
+    def hook(item: dict[str, Any]) -> None:
+        item["spec"]["priorityClassName"] = priority_class
+        item["spec"]["priority"] = value
+
+    return hook
+
+
+def pressure_until(
+    node: Node, condition: str, reason: str, message: str, since_ns: int, *, status: str = "False"
+) -> Callable[[dict[str, Any]], None]:
+    """A nodes.json hook: ``condition`` last changed at ``since_ns`` (pressure relieved)."""
+
+    def hook(item: dict[str, Any]) -> None:
+        for cond in item["status"]["conditions"]:
+            if cond["type"] == condition:
+                cond.update(
+                    {
+                        "lastTransitionTime": fmt_ts(since_ns, 0),
+                        "message": message,
+                        "reason": reason,
+                        "status": status,
+                    }
+                )
+
+    return hook
+
+
+def _oom_usage(fail_minutes: list[int], ramp: int = 9) -> Callable[[int], float]:
+    """Working set (share of the limit) that climbs to the limit before each OOM kill."""
+
+    def usage(m: int) -> float:
+        for f in fail_minutes:
+            if f - ramp <= m <= f:
+                return 0.62 + 0.38 * (m - (f - ramp)) / ramp
+        return 0.6 + rand_float(-0.02, 0.02, "mem", m)
+
+    return usage
+
+
+def scenario_jobset_oom() -> Scenario:
+    ctx = Context(
+        project="helios-ml-prod",
+        location="us-central1",
+        zone="us-central1-b",
+        cluster="a3-train-usc1",
+        namespace="llm",
+        workload="mistral-7b-sft",
+        issue_time="2026-08-12T10:30:00Z",
+    )
+    sc = Scenario(
+        "jobset-oom-killed",
+        "A3 High GPU JobSet (1 x 4 pods, container trainer, memory limit 160Gi). The "
+        "packed-sequence data loader of worker 2 leaks host memory: its working set climbs "
+        "to the limit and the kernel OOM-kills the container at T-21.6m, T-2.6m and T+17.4m "
+        "(oom-kill line naming the pod's memory cgroup, node-problem-detector OOMKilling, "
+        "the kubelet's status patch OOMKilled in the audit log). Each time the Job fails and "
+        "the JobSet restarts (Restarting event, kube_jobset_restarts 3 -> 6); the garbage "
+        "collector deletes the old pods, the OOM-killed one with its OOMKilled status. "
+        "Nodes stay Ready, no interruption; the other workers are terminated by the restart "
+        "(exit code 143), not OOM-killed.",
+        ctx,
+        expect("out_of_memory", "fix_memory"),
+    )
+    nodes = sc.add_pool(
+        "a3-pool",
+        "a3-highgpu-8g",
+        4,
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image="us-central1-docker.pkg.dev/helios-ml-prod/llm/sft-trainer:2026.08.05",
+        resources={"cpu": "96", "memory": "160Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    fails = [-21.6, -2.6, 17.4]
+    restarts = [math.ceil(f) + 1 for f in fails]
+    sc.add_jobset(spec, 3, restarts)
+    starts = [-400, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {2: math.ceil(fails[k])} if end is not None else None
+        sc.attempt(spec, 3 + k, start, end, nodes, failed_at=failed)
+    for k, m0 in enumerate(fails):
+        pod = sc.pod(spec, 3 + k, 2)
+        kernel_oom(sc, pod, m0)
+        audit_oom_patch(sc, pod, m0 + 0.03, started_m=starts[k] + 0.7)
+        jobset_event(
+            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {4 + k}"
+        )
+        status = failed_status(sc, pod, m0, starts[k] + 0.7, reason="OOMKilled", code=137)
+        audit_gc_delete(sc, pod, restarts[k] - 0.5, status)
+        add_reason(
+            sc,
+            "kube_pod_container_status_terminated_reason",
+            pod,
+            "OOMKilled",
+            since(math.ceil(m0)),
+            container="trainer",
+        )
+    usage = _oom_usage([math.ceil(f) - 1 for f in fails])
+    for pod in sc.pods:
+        if (pod.end_m or LAST_MINUTE) >= FIRST_MINUTE and (
+            pod.end_m is None or pod.end_m > FIRST_MINUTE
+        ):
+            if isinstance(pod, Pod) and pod.p == 2:
+                add_memory(sc, pod, usage)
+            else:
+                add_memory(sc, pod, lambda m, p=pod: 0.55 + rand_float(-0.03, 0.03, "m", p.name, m))
+    sc.training_noise(spec, "hf")
+    sc.kubelet_noise()
+    return sc
+
+
+@dataclass
+class PlainPod:
+    """A pod of neither a JobSet nor a Kubeflow job (a Deployment's), for metrics."""
+
+    name: str
+    namespace: str
+    node: Node | None
+    start_m: int
+    end_m: int | None
+    ip: str
+
+    @property
+    def uid(self) -> str:
+        return rand_uuid("plainpod", self.namespace, self.name)
+
+
+def deployment_pod(
+    sc: Scenario,
+    name: str,
+    namespace: str,
+    node: Node,
+    start_m: int,
+    end_m: int | None,
+    *,
+    app: str,
+    image: str,
+    resources: dict[str, str],
+    priority_class: str,
+    priority: int,
+) -> PlainPod:
+    """A Deployment's pod (an online service sharing the cluster): pods.json while it
+    exists at T+35m, kube_pod_info with its PriorityClass, its Scheduled event."""
+    ip = f"10.{rand_int(64, 120, 'pods', sc.ctx.cluster)}.{rand_int(2, 250, 'dip', name)}.9"
+    pod = PlainPod(name, namespace, node, start_m, end_m, ip)
+    replicaset = name.rsplit("-", 1)[0]
+    metric_family(sc, "kube_pod_info", "Information about pod.").append(
+        (
+            {
+                "cluster": sc.ctx.cluster,
+                "namespace": namespace,
+                "pod": name,
+                "uid": pod.uid,
+                "host_ip": node.ip,
+                "pod_ip": ip,
+                "node": node.name,
+                "created_by_kind": "ReplicaSet",
+                "created_by_name": replicaset,
+                "priority_class": priority_class,
+                "host_network": "false",
+            },
+            lambda m, a=start_m, b=end_m: 1 if m >= a and (b is None or m < b) else None,
+        )
+    )
+    created = sc.ctx.at(start_m - 0.3, "dcreated", name)
+    if end_m is None:
+        sc.extra_pod_items.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "creationTimestamp": fmt_ts(created, 0),
+                    "generateName": f"{replicaset}-",
+                    "labels": {"app": app, "pod-template-hash": replicaset.rsplit("-", 1)[-1]},
+                    "name": name,
+                    "namespace": namespace,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "blockOwnerDeletion": True,
+                            "controller": True,
+                            "kind": "ReplicaSet",
+                            "name": replicaset,
+                            "uid": rand_uuid("rs", namespace, replicaset),
+                        }
+                    ],
+                    "resourceVersion": str(rand_int(10**7, 10**8, "drv", name)),
+                    "uid": pod.uid,
+                },
+                "spec": {
+                    "containers": [
+                        {
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "name": app,
+                            "resources": {"limits": dict(resources), "requests": dict(resources)},
+                        }
+                    ],
+                    "nodeName": node.name,
+                    "preemptionPolicy": "PreemptLowerPriority",
+                    "priority": priority,
+                    "priorityClassName": priority_class,
+                    "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler",
+                    "tolerations": [*GPU_TOLERATION, *_default_tolerations()],
+                },
+                "status": {
+                    "conditions": [
+                        {
+                            "lastProbeTime": None,
+                            "lastTransitionTime": fmt_ts(created, 0),
+                            "status": "True",
+                            "type": t,
+                        }
+                        for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+                    ],
+                    "hostIP": node.ip,
+                    "phase": "Running",
+                    "podIP": ip,
+                    "qosClass": "Guaranteed",
+                    "startTime": fmt_ts(created, 0),
+                },
+            }
+        )
+    return pod
+
+
+def plain_ref(pod: PlainPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "resourceVersion": str(rand_int(10**7, 10**8, "ref", pod.uid)),
+        "uid": pod.uid,
+    }
+
+
+def preempted(sc: Scenario, victim: AnyPod, m: float, preemptor: PlainPod) -> dict[str, Any]:
+    """The scheduler preempts ``victim`` for ``preemptor`` (Event, DisruptionTarget)."""
+    node = victim.node
+    assert node is not None
+    entry = pod_event_ex(
+        sc,
+        victim,
+        m,
+        "Preempted",
+        f"Preempted by pod {preemptor.uid} on node {node.name}",
+        component="default-scheduler",
+        related=plain_ref(preemptor),
+        action="Preempting",
+    )
+    pod_event_ex(
+        sc,
+        victim,
+        m + 0.01,
+        "Killing",
+        f"Stopping container {container_of(victim)}",
+        component="kubelet",
+    )
+    return entry
+
+
+def evicted(
+    sc: Scenario, pod: AnyPod, m: float, resource: str, using_ki: int, request: str, available: str
+) -> dict[str, Any]:
+    """The kubelet's eviction manager evicts ``pod`` from its node, low on ``resource``."""
+    threshold = "100Mi" if resource == "memory" else "10Gi"
+    container = container_of(pod)
+    entry = pod_event_ex(
+        sc,
+        pod,
+        m,
+        "Evicted",
+        f"The node was low on resource: {resource}. Threshold quantity: {threshold}, "
+        f"available: {available}. Container {container} was using {using_ki}Ki, request is "
+        f"{request}, has larger consumption of {resource}. ",
+        component="kubelet",
+        etype="Warning",
+        annotations={
+            "offending_containers": container,
+            "offending_containers_usage": f"{using_ki}Ki",
+            "starved_resource": resource,
+        },
+    )
+    pod_event_ex(
+        sc, pod, m + 0.01, "Killing", f"Stopping container {container}", component="kubelet"
+    )
+    return entry
+
+
+def node_pressure_events(sc: Scenario, node: Node, m: float, condition: str, until: float) -> None:
+    """The kubelet's own Events while ``node`` is under pressure, and its condition."""
+    resource, bad, good = {
+        "MemoryPressure": ("memory", "NodeHasInsufficientMemory", "NodeHasSufficientMemory"),
+        "DiskPressure": ("ephemeral-storage", "NodeHasDiskPressure", "NodeHasNoDiskPressure"),
+    }[condition]
+    sc.event_node(node, m, bad, f"Node {node.name} status is now: {bad}", component="kubelet")
+    sc.event_node(
+        node,
+        m + 0.05,
+        "EvictionThresholdMet",
+        f"Attempting to reclaim {resource}",
+        component="kubelet",
+        etype="Warning",
+    )
+    sc.event_node(node, until, good, f"Node {node.name} status is now: {good}", component="kubelet")
+    minutes = sc.node_pressure.setdefault(node.name, {})
+    for minute in range(math.ceil(m), math.ceil(until)):
+        minutes[minute] = condition
+
+
+def image_pull_events(
+    sc: Scenario, pod: AnyPod, m: float, until: float, image: str, error: str
+) -> None:
+    """The kubelet's pull attempts of ``image`` for ``pod`` from T+m: each fails with
+    ``error``, then backs off (10s, 20s, 40s ... 5m, as the kubelet does)."""
+    backoff = [0.0, 0.2, 0.55, 1.25, 2.6, 5.3]
+    while m + backoff[-1] < until:
+        backoff.append(backoff[-1] + 5.1)
+    for count, delay in enumerate(backoff, start=1):
+        at = m + delay
+        if at >= until or at > LAST_MINUTE:
+            break
+        pod_event_ex(
+            sc,
+            pod,
+            at,
+            "Pulling",
+            f'Pulling image "{image}"',
+            component="kubelet",
+            count=count,
+            first_m=m,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.02,
+            "Failed",
+            f'Failed to pull image "{image}": {error}',
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.02,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.021,
+            "Failed",
+            "Error: ErrImagePull",
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.021,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.05,
+            "BackOff",
+            f'Back-off pulling image "{image}"',
+            component="kubelet",
+            count=count,
+            first_m=m + 0.05,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.051,
+            "Failed",
+            "Error: ImagePullBackOff",
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.051,
+        )
+
+
+def image_waiting_series(sc: Scenario, pod: AnyPod, m: float, until: float) -> None:
+    first, last = math.ceil(m), math.ceil(until)
+    pulling = lambda x: x == first  # noqa: E731
+    backing = lambda x: first < x < last  # noqa: E731
+    add_reason(
+        sc,
+        "kube_pod_container_status_waiting_reason",
+        pod,
+        "ErrImagePull",
+        pulling,
+        container=container_of(pod),
+    )
+    add_reason(
+        sc,
+        "kube_pod_container_status_waiting_reason",
+        pod,
+        "ImagePullBackOff",
+        backing,
+        container=container_of(pod),
+    )
+
+
+def scenario_tfjob_oom() -> Scenario:
+    ctx = Context(
+        project="corvid-recsys",
+        location="europe-west1",
+        zone="europe-west1-c",
+        cluster="recsys-gpu-euw1",
+        namespace="ranking",
+        workload="dlrm-ps",
+        issue_time="2026-09-03T18:20:00Z",
+        workload_kind="tfjob",
+    )
+    sc = Scenario(
+        "tfjob-oom-killed",
+        "Kubeflow TFJob (ParameterServerStrategy: Chief, 2 PS on CPU nodes, 4 GPU Workers, "
+        "restartPolicy ExitCode). Parameter server PS 1 holds the growing embedding tables: "
+        "its working set climbs to its 96Gi limit and the kernel OOM-kills it at T-17.4m "
+        "and T+6.6m (oom-kill line naming the pod's memory cgroup, OOMKilling event, "
+        "kube_pod_container_status_terminated_reason OOMKilled: the pod runs with "
+        "restartPolicy Never, so there is no last-terminated state). The operator sees exit "
+        "code 137 (ExitedWithCode; 137 alone would prove nothing), re-creates dlrm-ps-ps-1 "
+        "and records TFJobRestarting (counter 0 -> 2).",
+        ctx,
+        expect("out_of_memory", "fix_memory"),
+    )
+    cpus = sc.add_pool(
+        "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
+    )
+    gpus = sc.add_pool(
+        "l4-pool",
+        "g2-standard-48",
+        4,
+        labels=gpu_labels("nvidia-l4", 4),
+        capacity=gpu_capacity(48, 197972452, 4),
+        taints=GPU_TAINT,
+    )
+    cpu_select = {"cloud.google.com/gke-nodepool": "cpu-pool"}
+    gpu_select = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="TFJob",
+        replicas={"Chief": 1, "PS": 2, "Worker": 4},
+        image="europe-west1-docker.pkg.dev/corvid-recsys/ranking/dlrm-tf:2.17.1",
+        resources={
+            "Chief": {"cpu": "8", "memory": "32Gi"},
+            "PS": {"cpu": "24", "memory": "96Gi"},
+            "Worker": {"cpu": "40", "memory": "160Gi", "nvidia.com/gpu": "4"},
+        },
+        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": gpu_select},
+        tolerations={"Worker": GPU_TOLERATION},
+        command=["python3", "-m", "dlrm.train", "--strategy=parameter_server"],
+    )
+    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1], ("PS", 1): cpus[2]}
+    placement.update({("Worker", i): gpus[i] for i in range(4)})
+    ps1 = ("PS", 1)
+    fails = [-17.4, 6.6]
+    restarts = [math.ceil(f) + 1 for f in fails]
+    for rtype, count in spec.replicas.items():
+        for i in range(count):
+            if (rtype, i) != ps1:
+                sc.kf_pods(spec, ctx.namespace, 0, -500, None, placement, only=[(rtype, i)])
+    starts = [-500, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        (pod,) = sc.kf_pods(
+            spec,
+            ctx.namespace,
+            k,
+            start,
+            end,
+            placement,
+            only=[ps1],
+            failed_at={ps1: end - 1} if end is not None else None,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            kernel_oom(sc, pod, fails[k], qos="guaranteed")
+            add_reason(
+                sc,
+                "kube_pod_container_status_terminated_reason",
+                pod,
+                "OOMKilled",
+                lambda m, f=end - 1: m >= f,
+                container="tensorflow",
+            )
+            sc.kf_restart([pod], end, 137)
+    sc.operator_counter(ctx.namespace, "tensorflow", None, restarts)
+    usage = _oom_usage([r - 2 for r in restarts], ramp=12)
+    for pod in sc.pods:
+        if isinstance(pod, KfPod) and (pod.rtype, pod.index) == ps1:
+            add_memory(sc, pod, usage)
+        elif isinstance(pod, KfPod):
+            add_memory(sc, pod, lambda m, p=pod: 0.48 + rand_float(-0.04, 0.04, "m", p.name, m))
+    chief = sc.kf_pod(spec, "Chief", 0, 0)
+    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    for m in range(FIRST_MINUTE + 1, LAST_MINUTE + 1, 3):
+        at = ctx.at(m + 0.4, "tf-step", m)
+        step = 812_000 + (m - FIRST_MINUTE) * 140
+        sc.container_log(
+            chief,
+            m + 0.4,
+            f"{glog_prefix('I', at, tid, 'controller.py:495')} train | step: {step:>7d} | "
+            f"training metrics: {{'loss': {0.44 + rand_float(-0.01, 0.01, 'l', m):.4f}, "
+            f"'auc': {rand_float(0.801, 0.806, 'auc', m):.4f}}}",
+            stderr=True,
+            at_ns=at,
+        )
+    for m0 in fails:
+        at = ctx.at(m0 + 0.2, "tf-ps-lost", m0)
+        sc.container_log(
+            chief,
+            m0 + 0.2,
+            f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:793')} PS "
+            "/job:ps/replica:0/task:1 failed with UnavailableError: Socket closed; "
+            "the coordinator waits for it to come back.",
+            stderr=True,
+            at_ns=at,
+        )
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_jobset_priority_preemption() -> Scenario:
+    ctx = Context(
+        project="orbit-ai-shared",
+        location="us-east4",
+        zone="us-east4-c",
+        cluster="shared-gpu-use4",
+        namespace="research",
+        workload="vit-pretrain",
+        issue_time="2026-04-21T15:05:00Z",
+    )
+    sc = Scenario(
+        "jobset-preempted-by-priority",
+        "A JobSet (1 x 4 pods, PriorityClass offline-low, value 1000) shares an A2 GPU pool "
+        "with the online ranker (namespace serving, PriorityClass online-critical, value "
+        "100000). The ranker's autoscaler adds a GPU pod at T-12.3m and at T+19.2m: the "
+        "scheduler preempts the training pod on node ...-k4d8 (Preempted, related = the "
+        "ranker pod; DisruptionTarget PreemptionByScheduler), the Job fails and the JobSet "
+        "restarts (2 -> 4). Until the ranker scales in at T+2m the re-created pod 3 is "
+        "unschedulable (FailedScheduling Insufficient nvidia.com/gpu): a consequence, not "
+        "missing capacity. Nodes stay Ready, no interruption.",
+        ctx,
+        expect("priority_preemption", "protect_priority"),
+    )
+    nodes = sc.add_pool(
+        "a2-pool",
+        "a2-highgpu-8g",
+        4,
+        suffixes=["b2n7", "f6q1", "m9x3", "k4d8"],
+        labels=gpu_labels("nvidia-tesla-a100"),
+        capacity=gpu_capacity(96, 696267776),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image="us-east4-docker.pkg.dev/orbit-ai-shared/vision/vit-train:4.2.0",
+        resources={"cpu": "80", "memory": "600Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"},
+        tolerations=GPU_TOLERATION,
+        priority_class="offline-low",
+    )
+    hits = [-12.3, 19.2]
+    restarts = [math.ceil(h) + 1 for h in hits]
+    sc.add_jobset(spec, 2, restarts)
+    msg = (
+        "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't match pod "
+        "anti-affinity rules. preemption: 0/4 nodes are available: 1 No preemption victims "
+        "found for incoming pod, 3 Preemption is not helpful for scheduling."
+    )
+    sc.attempt(spec, 2, -600, restarts[0], nodes, failed_at={3: math.ceil(hits[0])})
+    second = sc.attempt(
+        spec,
+        3,
+        restarts[0],
+        restarts[1],
+        nodes,
+        running_from={3: 3},
+        failed_at={3: math.ceil(hits[1])},
+        unsched={3: (restarts[0], 2)},
+        sched_message=msg,
+    )
+    third = sc.attempt(
+        spec,
+        4,
+        restarts[1],
+        None,
+        nodes,
+        running_from={3: None},
+        unsched={3: (restarts[1], LAST_MINUTE + 1)},
+        sched_message=msg,
+    )
+    ranker = "us-east4-docker.pkg.dev/orbit-ai-shared/serving/ranker:8.14.2"
+    first_pod = deployment_pod(
+        sc,
+        "ranker-gpu-7c9d6f5b8-xq2lp",
+        "serving",
+        nodes[3],
+        math.ceil(hits[0]),
+        2,
+        app="ranker",
+        image=ranker,
+        resources={"cpu": "40", "memory": "300Gi", "nvidia.com/gpu": "8"},
+        priority_class="online-critical",
+        priority=100000,
+    )
+    second_pod = deployment_pod(
+        sc,
+        "ranker-gpu-7c9d6f5b8-r8vtn",
+        "serving",
+        nodes[3],
+        math.ceil(hits[1]),
+        None,
+        app="ranker",
+        image=ranker,
+        resources={"cpu": "40", "memory": "300Gi", "nvidia.com/gpu": "8"},
+        priority_class="online-critical",
+        priority=100000,
+    )
+    preempted(sc, sc.pod(spec, 2, 3), hits[0], first_pod)
+    preempted(sc, sc.pod(spec, 3, 3), hits[1], second_pod)
+    for k, r in enumerate(restarts):
+        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {3 + k}")
+    for pod, first in ((second[3], restarts[0]), (third[3], restarts[1])):
+        for count, m in enumerate((first + 0.1, first + 1.1, first + 3.2, first + 8.3), 1):
+            if m < (2 if pod is second[3] else LAST_MINUTE):
+                sc.event_pod(
+                    pod,
+                    m,
+                    "FailedScheduling",
+                    msg,
+                    component="default-scheduler",
+                    etype="Warning",
+                    count=count,
+                    first_m=first + 0.1,
+                )
+    sc.event_pod(
+        second[3],
+        2.4,
+        "Scheduled",
+        f"Successfully assigned research/{second[3].name} to {nodes[3].name}",
+        component="default-scheduler",
+    )
+    for pod in sc.pods:
+        add_pod_info(sc, pod, "offline-low", ("Job", spec.job_name(0)))
+    sc.training_noise(spec, "hf")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_tfjob_priority_preemption() -> Scenario:
+    ctx = Context(
+        project="nimbus-adtech",
+        location="asia-northeast1",
+        zone="asia-northeast1-a",
+        cluster="mixed-prod-ane1",
+        namespace="kubeflow",
+        workload="ctr-wide-deep",
+        issue_time="2026-12-08T02:15:00Z",
+        workload_kind="tfjob",
+    )
+    sc = Scenario(
+        "tfjob-preempted-by-priority",
+        "Kubeflow TFJob on shared CPU nodes (Chief, PS, 3 Workers, PriorityClass "
+        "offline-low value 1000, the low tier of an online/offline co-location). The online "
+        "search-frontend Deployment (namespace online, PriorityClass online-high value "
+        "1000000) scales out at T-9.5m and T+14.5m; the scheduler preempts Worker 1 each "
+        "time (Preempted, related = the frontend pod). The worker exits 143, the operator "
+        "re-creates it (ExitedWithCode, TFJobRestarting; counter 4 -> 6).",
+        ctx,
+        expect("priority_preemption", "protect_priority"),
+    )
+    cpus = sc.add_pool(
+        "shared-pool", "n2-standard-64", 5, capacity={"cpu": "64", "memory": "263965424Ki"}
+    )
+    select = {"cloud.google.com/gke-nodepool": "shared-pool"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="TFJob",
+        replicas={"Chief": 1, "PS": 1, "Worker": 3},
+        image="asia-northeast1-docker.pkg.dev/nimbus-adtech/ml/wide-deep:2.16.2",
+        resources={
+            "Chief": {"cpu": "8", "memory": "32Gi"},
+            "PS": {"cpu": "16", "memory": "64Gi"},
+            "Worker": {"cpu": "48", "memory": "96Gi"},
+        },
+        node_selector={"Chief": select, "PS": select, "Worker": select},
+        tolerations={},
+        command=["python3", "/app/train.py"],
+    )
+    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[0]}
+    placement.update({("Worker", i): cpus[i + 1] for i in range(3)})
+    w1 = ("Worker", 1)
+    hits = [-9.5, 14.5]
+    restarts = [math.ceil(h) + 1 for h in hits]
+    for rtype, count in spec.replicas.items():
+        for i in range(count):
+            if (rtype, i) != w1:
+                sc.kf_pods(spec, ctx.namespace, 0, -400, None, placement, only=[(rtype, i)])
+    starts = [-400, *restarts]
+    victims = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        spot = dict(placement)
+        spot[w1] = cpus[2] if k % 2 == 0 else cpus[4]
+        (pod,) = sc.kf_pods(
+            spec,
+            ctx.namespace,
+            k,
+            start,
+            end,
+            spot,
+            only=[w1],
+            failed_at={w1: end - 1} if end is not None else None,
+            created_m=start - 0.58 if k else None,
+        )
+        victims.append(pod)
+    frontend = "asia-northeast1-docker.pkg.dev/nimbus-adtech/online/search-frontend:5.2.9"
+    for k, hit in enumerate(hits):
+        preemptor = deployment_pod(
+            sc,
+            f"search-frontend-6d8f7b9c4-{rand_str(K8S_ALPHABET, 5, 'sf', k)}",
+            "online",
+            victims[k].node or cpus[2],
+            math.ceil(hit),
+            None,
+            app="search-frontend",
+            image=frontend,
+            resources={"cpu": "56", "memory": "96Gi"},
+            priority_class="online-high",
+            priority=1000000,
+        )
+        preempted(sc, victims[k], hit, preemptor)
+        sc.kf_restart([victims[k]], restarts[k], 143)
+    sc.operator_counter(ctx.namespace, "tensorflow", 4, restarts)
+    for pod in sc.pods:
+        if isinstance(pod, KfPod):
+            sc.pod_hooks[pod.uid] = priority_hook("offline-low", 1000)
+            add_pod_info(sc, pod, "offline-low", ("TFJob", spec.name))
+    chief = sc.kf_pod(spec, "Chief", 0, 0)
+    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    for m in range(FIRST_MINUTE + 2, LAST_MINUTE + 1, 4):
+        at = ctx.at(m + 0.3, "wd-step", m)
+        sc.container_log(
+            chief,
+            m + 0.3,
+            f"{glog_prefix('I', at, tid, 'estimator.py:2297')} loss = "
+            f"{0.39 + rand_float(-0.01, 0.01, 'l', m):.5f}, step = {50_000 + 90 * (m + 90)}",
+            stderr=True,
+            at_ns=at,
+        )
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_jobset_eviction() -> Scenario:
+    ctx = Context(
+        project="quarry-analytics",
+        location="us-west1",
+        zone="us-west1-b",
+        cluster="batch-cpu-usw1",
+        namespace="ml-batch",
+        workload="xgb-ranker-train",
+        issue_time="2026-10-14T06:40:00Z",
+    )
+    sc = Scenario(
+        "jobset-node-pressure-eviction",
+        "CPU JobSet (1 x 4 pods, XGBoost workers, memory request 32Gi) on n2-highmem-32 "
+        "nodes shared with an ETL backfill that sets no memory limit. The backfill grows on "
+        "node ...-p7c2 and later on ...-v3k8: the node runs low on memory (MemoryPressure, "
+        "NodeHasInsufficientMemory, EvictionThresholdMet) and the kubelet evicts the "
+        "training pod, the pod furthest above its request (Evicted, kube_pod_status_reason "
+        "Evicted) at T-18.4m and T+8.3m. The Job fails and the JobSet restarts (5 -> 7). "
+        "The nodes stay Ready; the pressure ends minutes later.",
+        ctx,
+        expect("node_pressure_eviction", "relieve_node_pressure"),
+    )
+    nodes = sc.add_pool(
+        "highmem-pool",
+        "n2-highmem-32",
+        4,
+        suffixes=["h1m4", "p7c2", "v3k8", "z5t6"],
+        capacity={"cpu": "32", "memory": "263965424Ki"},
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="xgboost",
+        image="us-west1-docker.pkg.dev/quarry-analytics/ml/xgb-ranker:1.7.6-r3",
+        resources={"cpu": "28", "memory": "32Gi"},
+        node_selector={"cloud.google.com/gke-nodepool": "highmem-pool"},
+        tolerations=[],
+    )
+    hits = [(-18.4, 1), (8.3, 2)]
+    restarts = [math.ceil(m) + 1 for m, _ in hits]
+    sc.add_jobset(spec, 5, restarts)
+    sc.attempt(spec, 5, -500, restarts[0], nodes, failed_at={1: math.ceil(hits[0][0])})
+    sc.attempt(spec, 6, restarts[0], restarts[1], nodes, failed_at={2: math.ceil(hits[1][0])})
+    sc.attempt(spec, 7, restarts[1], None, nodes)
+    for k, (m0, g) in enumerate(hits):
+        node = nodes[g]
+        node_pressure_events(sc, node, m0 - 0.4, "MemoryPressure", m0 + 3.2)
+        pod = sc.pod(spec, 5 + k, g)
+        evicted(sc, pod, m0, "memory", 118_204_332 + 1000 * k, "32Gi", f"{86_220 + 11 * k}Ki")
+        add_reason(sc, "kube_pod_status_reason", pod, "Evicted", since(math.ceil(m0)))
+        jobset_event(
+            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {6 + k}"
+        )
+    last = nodes[hits[1][1]]
+    sc.node_hooks[last.name] = pressure_until(
+        last,
+        "MemoryPressure",
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+        ctx.at(hits[1][0] + 3.2, "relief", last.name),
+    )
+    sc.training_noise(spec, "jax", workers=False)
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_tfjob_eviction() -> Scenario:
+    ctx = Context(
+        project="lumen-vision-prod",
+        location="us-central1",
+        zone="us-central1-f",
+        cluster="cpu-train-usc1",
+        namespace="vision",
+        workload="effnet-ps",
+        issue_time="2026-06-30T21:10:00Z",
+        workload_kind="tfjob",
+    )
+    sc = Scenario(
+        "tfjob-node-pressure-eviction",
+        "Kubeflow TFJob (Chief, PS, 3 Workers on CPU nodes, restartPolicy ExitCode) whose "
+        "workers write checkpoints and summaries to an emptyDir on the node's boot disk "
+        "without an ephemeral-storage limit. The disk fills (DiskPressure, "
+        "NodeHasDiskPressure, EvictionThresholdMet 'Attempting to reclaim "
+        "ephemeral-storage') and the kubelet evicts Worker 0 at T-13.2m and Worker 2 at "
+        "T+11.8m (Evicted: low on ephemeral-storage). The operator sees exit code 137, "
+        "re-creates the worker and records TFJobRestarting (counter 1 -> 3).",
+        ctx,
+        expect("node_pressure_eviction", "relieve_node_pressure"),
+    )
+    cpus = sc.add_pool(
+        "cpu-pool", "c3-standard-44", 5, capacity={"cpu": "44", "memory": "181197988Ki"}
+    )
+    select = {"cloud.google.com/gke-nodepool": "cpu-pool"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="TFJob",
+        replicas={"Chief": 1, "PS": 1, "Worker": 3},
+        image="us-central1-docker.pkg.dev/lumen-vision-prod/vision/effnet-tf:2.17.0",
+        resources={
+            "Chief": {"cpu": "8", "memory": "32Gi"},
+            "PS": {"cpu": "16", "memory": "64Gi"},
+            "Worker": {"cpu": "40", "memory": "128Gi"},
+        },
+        node_selector={"Chief": select, "PS": select, "Worker": select},
+        tolerations={},
+        command=["python3", "-m", "effnet.train", "--model_dir=/scratch/model"],
+    )
+    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1]}
+    placement.update({("Worker", i): cpus[i + 2] for i in range(3)})
+    hits = [(-13.2, 0), (11.8, 2)]
+    restarts = [math.ceil(m) + 1 for m, _ in hits]
+    hit_workers = {("Worker", i) for _, i in hits}
+    for rtype, count in spec.replicas.items():
+        for i in range(count):
+            if (rtype, i) not in hit_workers:
+                sc.kf_pods(spec, ctx.namespace, 0, -300, None, placement, only=[(rtype, i)])
+    for (m0, index), r in zip(hits, restarts, strict=True):
+        key = ("Worker", index)
+        (old,) = sc.kf_pods(
+            spec, ctx.namespace, 0, -300, r, placement, only=[key], failed_at={key: r - 1}
+        )
+        sc.kf_pods(spec, ctx.namespace, 1, r, None, placement, only=[key], created_m=r - 0.58)
+        node = placement[key]
+        node_pressure_events(sc, node, m0 - 0.5, "DiskPressure", m0 + 4.1)
+        evicted(sc, old, m0, "ephemeral-storage", 86_400_212 + index, "0", f"{8_412_096 - index}Ki")
+        add_reason(sc, "kube_pod_status_reason", old, "Evicted", lambda m, f=r - 1: m >= f)
+        sc.kf_restart([old], r, 137)
+    sc.operator_counter(ctx.namespace, "tensorflow", 1, restarts)
+    last = placement[("Worker", hits[1][1])]
+    sc.node_hooks[last.name] = pressure_until(
+        last,
+        "DiskPressure",
+        "KubeletHasNoDiskPressure",
+        "kubelet has no disk pressure",
+        ctx.at(hits[1][0] + 4.1, "relief", last.name),
+    )
+    chief = sc.kf_pod(spec, "Chief", 0, 0)
+    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    for m in range(FIRST_MINUTE + 1, LAST_MINUTE + 1, 5):
+        at = ctx.at(m + 0.3, "eff-step", m)
+        sc.container_log(
+            chief,
+            m + 0.3,
+            f"{glog_prefix('I', at, tid, 'controller.py:495')} train | step: "
+            f"{210_000 + 64 * (m + 90):>7d} | top_1_accuracy: "
+            f"{rand_float(0.771, 0.774, 'acc', m):.4f}",
+            stderr=True,
+            at_ns=at,
+        )
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_jobset_image_pull() -> Scenario:
+    ctx = Context(
+        project="saffron-genai",
+        location="us-east5",
+        zone="us-east5-a",
+        cluster="h100-dev-use5",
+        namespace="team-agents",
+        workload="qwen-rlhf",
+        issue_time="2026-03-02T12:45:00Z",
+    )
+    image = "us-east5-docker.pkg.dev/saffron-genai/train/rlhf-runner:2026.02.26-rc4"
+    error = (
+        f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
+        f'failed to resolve reference "{image}": {image}: not found'
+    )
+    sc = Scenario(
+        "jobset-image-pull",
+        "H100 JobSet (1 x 4 pods, imagePullPolicy IfNotPresent). The tag rlhf-runner:"
+        "2026.02.26-rc4 was deleted by an Artifact Registry cleanup policy; three nodes "
+        "still have it cached, the fourth (re-created by auto-repair the day before) does "
+        "not. Worker 3 is scheduled there and waits on the pull (Failed to pull image: not "
+        "found, ErrImagePull, ImagePullBackOff), Pending. torchrun's rendezvous on worker 0 "
+        "times out after 15 minutes, the Job fails and the JobSet restarts (7 -> 10, at "
+        "T-20m, T-4m, T+12m, T+28m); the new worker 3 lands on the same node. Pending for 15 "
+        "minutes, yet scheduled: an image pull, not capacity.",
+        ctx,
+        expect("image_pull", "fix_image"),
+    )
+    nodes = sc.add_pool(
+        "h100-pool",
+        "a3-highgpu-8g",
+        4,
+        suffixes=["c8j2", "g4w7", "n6r1", "t2x9"],
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image=image,
+        resources={"cpu": "96", "memory": "800Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    restarts = [-36, -20, -4, 12, 28]
+    sc.add_jobset(spec, 6, restarts)
+    starts = [-52, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        pods = sc.attempt(
+            spec,
+            5 + k,
+            start,
+            end,
+            nodes,
+            running_from={3: None},
+            failed_at={0: end - 1} if end is not None else None,
+        )
+        pod = pods[3]
+        if start >= FIRST_MINUTE:
+            sc.event_pod(
+                pod,
+                start - 0.85,
+                "Scheduled",
+                f"Successfully assigned {pod.namespace}/{pod.name} to {nodes[3].name}",
+                component="default-scheduler",
+            )
+        image_pull_events(
+            sc, pod, start - 0.8, end if end is not None else LAST_MINUTE + 1, image, error
+        )
+        image_waiting_series(sc, pod, start, end if end is not None else LAST_MINUTE + 1)
+        if end is None:
+            sc.pod_hooks[pod.uid] = waiting_on_image(
+                sc, pod, "ImagePullBackOff", f'Back-off pulling image "{image}"'
+            )
+        coord = pods[0]
+        if end is not None and end >= FIRST_MINUTE:
+            at = sc.ctx.at(end - 1.2, "rdzv", coord.name)
+            sc.container_log(
+                coord,
+                end - 1.2,
+                f"[{py_stamp(at)}] torch.distributed.elastic.rendezvous.api."
+                "RendezvousTimeoutError: "
+                "The node 'qwen-rlhf-workers-0-0' has failed to reach rendezvous: 3 of 4 nodes "
+                "joined within 900 seconds.",
+                stderr=True,
+                at_ns=at,
+            )
+            jobset_event(sc, spec, end - 0.55, "Restarting", f"restarting jobset, attempt {6 + k}")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_tfjob_image_pull() -> Scenario:
+    ctx = Context(
+        project="fjord-speech",
+        location="europe-west4",
+        zone="europe-west4-b",
+        cluster="speech-train-euw4",
+        namespace="asr",
+        workload="conformer-ps",
+        issue_time="2026-11-02T09:30:00Z",
+        workload_kind="tfjob",
+    )
+    image = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
+    host = "europe-west4-docker.pkg.dev"
+    error = (
+        f'rpc error: code = Unknown desc = failed to pull and unpack image "{image}": '
+        f'failed to resolve reference "{image}": failed to authorize: failed to fetch oauth '
+        f"token: unexpected status from GET request to https://{host}/v2/token?scope="
+        "repository%3Afjord-speech%2Fprivate%2Fconformer-worker%3Apull&service="
+        f"{host}: 403 Forbidden"
+    )
+    sc = Scenario(
+        "tfjob-image-pull",
+        "Kubeflow TFJob (Chief on CPU, 4 GPU Workers on a new L4 node pool, restartPolicy "
+        "ExitCode). The worker image lives in a private Artifact Registry repository the new "
+        "pool's node service account cannot read: every worker waits on the pull (403 "
+        "Forbidden, ErrImagePull, ImagePullBackOff) and stays Pending, scheduled. The Chief "
+        "waits for its workers under `timeout --preserve-status 900` and exits 143; the "
+        "operator re-creates it (ExitedWithCode 143, TFJobRestarting; counter 2 -> 7, at "
+        "T-43m, then T-27m, T-11m, T+5m and T+21m inside the window).",
+        ctx,
+        expect("image_pull", "fix_image"),
+    )
+    cpus = sc.add_pool("cpu-pool", "n2-standard-16", 1, capacity={"cpu": "16"})
+    gpus = sc.add_pool(
+        "l4-pool-v2",
+        "g2-standard-24",
+        4,
+        labels=gpu_labels("nvidia-l4", 2),
+        capacity=gpu_capacity(24, 98903572, 2),
+        taints=GPU_TAINT,
+    )
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="TFJob",
+        replicas={"Chief": 1, "Worker": 4},
+        image=image,
+        resources={
+            "Chief": {"cpu": "8", "memory": "24Gi"},
+            "Worker": {"cpu": "20", "memory": "80Gi", "nvidia.com/gpu": "2"},
+        },
+        node_selector={
+            "Chief": {"cloud.google.com/gke-nodepool": "cpu-pool"},
+            "Worker": {"cloud.google.com/gke-nodepool": "l4-pool-v2"},
+        },
+        tolerations={"Worker": GPU_TOLERATION},
+        command=["timeout", "--preserve-status", "900", "python3", "-m", "conformer.train"],
+    )
+    placement = {("Chief", 0): cpus[0]}
+    placement.update({("Worker", i): gpus[i] for i in range(4)})
+    workers = sc.kf_pods(
+        spec,
+        ctx.namespace,
+        0,
+        -60,
+        None,
+        placement,
+        only=[("Worker", i) for i in range(4)],
+        run_delay=10_000,
+    )
+    for i, pod in enumerate(workers):
+        image_pull_events(sc, pod, -59.7 + 0.07 * i, LAST_MINUTE + 1, image, error)
+        image_waiting_series(sc, pod, -60, LAST_MINUTE + 1)
+        sc.pod_hooks[pod.uid] = waiting_on_image(
+            sc, pod, "ImagePullBackOff", f'Back-off pulling image "{image}"'
+        )
+    restarts = [-43, -27, -11, 5, 21]
+    starts = [-59, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        (chief,) = sc.kf_pods(
+            spec,
+            ctx.namespace,
+            k,
+            start,
+            end,
+            placement,
+            only=[("Chief", 0)],
+            failed_at={("Chief", 0): end - 1} if end is not None else None,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is None:
+            continue
+        at = ctx.at(end - 1.3, "chief-wait", k)
+        tid = rand_int(100, 999, "ctid", k)
+        if end >= FIRST_MINUTE:
+            sc.container_log(
+                chief,
+                end - 1.3,
+                f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:1042')} Still waiting "
+                "for 4 workers (/job:worker/replica:0/task:0..3) to become available.",
+                stderr=True,
+                at_ns=at,
+            )
+            sc.kf_restart([chief], end, 143)
+    sc.operator_counter(ctx.namespace, "tensorflow", 2, [r for r in restarts if r >= FIRST_MINUTE])
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_oom_then_nccl() -> Scenario:
+    ctx = Context(
+        project="tessera-llm",
+        location="us-central1",
+        zone="us-central1-c",
+        cluster="a100-train-usc1",
+        namespace="pretrain",
+        workload="llama-13b-cpt",
+        issue_time="2026-05-06T04:20:00Z",
+    )
+    sc = Scenario(
+        "oom-then-nccl-timeout",
+        "Precedence: an OOM kill followed by NCCL timeouts. A2 Ultra JobSet (1 x 4 pods, "
+        "32 ranks, container limit 1000Gi). Worker 2's host memory grows until the kernel "
+        "OOM-kills its container at T-24.4m and T+1.6m. Its Job keeps the other pods "
+        "running (backoffLimit 3), and they hang in the all-reduce until the coordinator's "
+        "NCCL watchdog fires 10 minutes later (Watchdog caught collective operation "
+        "timeout, DistBackendError, ChildFailedError) and the JobSet restarts (1 -> 3, at "
+        "T-13.8m and T+12.2m). Worker 1 logs connection reset by peer. The coordinator's "
+        "timeout is the consequence: out_of_memory, not application.",
+        ctx,
+        expect("out_of_memory", "fix_memory"),
+    )
+    nodes = sc.add_pool(
+        "a100-pool",
+        "a2-ultragpu-8g",
+        4,
+        labels=gpu_labels("nvidia-a100-80gb"),
+        capacity=gpu_capacity(96, 1391821596),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="pytorch",
+        image="us-central1-docker.pkg.dev/tessera-llm/cpt/megatron:24.09-cu124",
+        resources={"cpu": "88", "memory": "1000Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    ooms = [-24.4, 1.6]
+    restarts = [-13, 13]
+    sc.add_jobset(spec, 1, restarts)
+    starts = [-300, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = None
+        if end is not None:
+            failed = {g: end - 1 for g in range(4)}
+            failed[2] = math.ceil(ooms[k])
+        sc.attempt(spec, 1 + k, start, end, nodes, failed_at=failed)
+    sc.training_noise(
+        spec,
+        "megatron",
+        every=3,
+        quiet=[(math.ceil(o), r) for o, r in zip(ooms, restarts, strict=True)],
+    )
+    for k, (m0, r) in enumerate(zip(ooms, restarts, strict=True)):
+        pod = sc.pod(spec, 1 + k, 2)
+        kernel_oom(sc, pod, m0)
+        audit_oom_patch(sc, pod, m0 + 0.03, started_m=starts[k] + 0.7)
+        add_reason(
+            sc,
+            "kube_pod_container_status_terminated_reason",
+            pod,
+            "OOMKilled",
+            since(math.ceil(m0)),
+            container="pytorch",
+        )
+        coord = sc.pod(spec, 1 + k, 0)
+        fail_m = m0 + 10.0
+        for at, text in nccl_failure_lines(ctx, coord, fail_m, 30_000 + 97 * k):
+            sc.container_log(coord, fail_m, text, stderr=True, at_ns=at)
+        worker = sc.pod(spec, 1 + k, 1)
+        tw = ctx.at(m0 + 0.05, "reset", worker.name)
+        sc.container_log(
+            worker,
+            m0 + 0.05,
+            f"[rank8]:[{py_stamp(tw)}] NCCL WARN NET/Socket : peer 10.8.1.14<51277> message "
+            "truncated; recv() failed: connection reset by peer",
+            stderr=True,
+            at_ns=tw,
+        )
+        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {2 + k}")
+    usage = _oom_usage([math.ceil(m) - 1 for m in ooms], ramp=14)
+    for pod in sc.pods:
+        if isinstance(pod, Pod) and pod.p == 2:
+            add_memory(sc, pod, usage)
+        else:
+            add_memory(sc, pod, lambda m, p=pod: 0.5 + rand_float(-0.03, 0.03, "m", p.name, m))
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_spot_with_preempted_pods() -> Scenario:
+    ctx = Context(
+        project="acme-ml-spot",
+        location="us-west4",
+        zone="us-west4-b",
+        cluster="l4-spot-usw4",
+        namespace="training",
+        workload="sd-xl-finetune",
+        issue_time="2026-07-19T20:10:00Z",
+    )
+    sc = Scenario(
+        "spot-preemption-with-preempted-pods",
+        "Precedence: a Spot preemption storm whose pods also show Preempted. A JobSet (1 x "
+        "4 pods, PriorityClass offline-low) and an eval Deployment (namespace eval, "
+        "PriorityClass spot-eval-high) share a Spot L4 pool. Compute Engine preempts the "
+        "eval pod's VM at T-16.3m: the re-created eval pod preempts training pod 2 on "
+        "another node (Preempted, related = the eval pod). At T+3.7m the VM of training pod "
+        "1 itself is preempted. The JobSet restarts each time (8 -> 10). The VMs went away, "
+        "not the scheduler's choice: spot_preemption.",
+        ctx,
+        expect("spot_preemption", "avoid_preemption"),
+    )
+    common = dict(
+        spot=True,
+        labels=gpu_labels("nvidia-l4", 4),
+        capacity=gpu_capacity(48, 197972452, 4),
+        taints=GPU_TAINT,
+    )
+    nodes = sc.add_pool("l4-spot", "g2-standard-48", 6, **common)  # type: ignore[arg-type]
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image="us-docker.pkg.dev/acme-ml-spot/diffusion/sdxl-ft:1.4.2",
+        resources={"cpu": "44", "memory": "180Gi", "nvidia.com/gpu": "4"},
+        node_selector={"cloud.google.com/gke-spot": "true"},
+        tolerations=GPU_TOLERATION,
+        priority_class="offline-low",
+    )
+    restarts = [-15, 5]
+    sc.add_jobset(spec, 8, restarts)
+    sc.preemption(nodes[4], -16.3)
+    sc.preemption(nodes[1], 3.7)
+    back = max(nodes[1].not_ready) + 1
+    sc.attempt(spec, 8, -500, restarts[0], nodes, failed_at={2: -15})
+    sc.attempt(spec, 9, restarts[0], restarts[1], nodes, failed_at={1: 4})
+    sc.attempt(spec, 10, restarts[1], None, nodes, running_from={1: back})
+    eval_image = "us-docker.pkg.dev/acme-ml-spot/eval/harness:2.0.3"
+    deployment_pod(
+        sc,
+        "eval-harness-5f7d9c8b6-2kq9w",
+        "eval",
+        nodes[4],
+        -600,
+        -16,
+        app="eval-harness",
+        image=eval_image,
+        resources={"cpu": "40", "memory": "160Gi", "nvidia.com/gpu": "4"},
+        priority_class="spot-eval-high",
+        priority=500000,
+    )
+    moved = deployment_pod(
+        sc,
+        "eval-harness-5f7d9c8b6-w8ht4",
+        "eval",
+        nodes[2],
+        -16,
+        None,
+        app="eval-harness",
+        image=eval_image,
+        resources={"cpu": "40", "memory": "160Gi", "nvidia.com/gpu": "4"},
+        priority_class="spot-eval-high",
+        priority=500000,
+    )
+    preempted(sc, sc.pod(spec, 8, 2), -15.9, moved)
+    for k, r in enumerate(restarts):
+        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {9 + k}")
+    for pod in sc.pods:
+        add_pod_info(sc, pod, "offline-low", ("Job", spec.job_name(0)))
+    sc.training_noise(spec, "diffusion")
+    sc.kubelet_noise()
+    return sc
+
+
+EVICTED_HOST = "9c2e41d07b5a3f16e8d40c7b2a91f5e3"
+
+
+def scenario_eviction_then_faulty_host() -> Scenario:
+    ctx = Context(
+        project="meridian-ai",
+        location="us-south1",
+        zone="us-south1-a",
+        cluster="h100-res-uss1",
+        namespace="foundation",
+        workload="dense-30b-pretrain",
+        issue_time="2026-02-25T17:50:00Z",
+    )
+    sc = Scenario(
+        "eviction-then-failing-host",
+        "Precedence: an eviction on a node that later fails twice for a host error. A3 High "
+        "JobSet (1 x 4 pods) on a reserved block. At T-25.2m node ...-q3v6 runs low on "
+        "memory (a log agent's buffer) and the kubelet evicts pod 1 (Evicted, "
+        f"MemoryPressure); the JobSet restarts. Then the same node's host {EVICTED_HOST} "
+        "fails at T-12.3m and T+6.2m (Xid 79, kernel panic, hostError, TerminationEvent, "
+        "NodeNotReady), each followed by a restart (4 -> 7). An infrastructure cause wins "
+        "whatever the order: faulty_host.",
+        ctx,
+        {},
+    )
+    nodes = sc.add_pool(
+        "a3-res",
+        "a3-highgpu-8g",
+        4,
+        suffixes=["a8m1", "q3v6", "r5d2", "y7k4"],
+        hosts=True,
+        host_ids={1: EVICTED_HOST},
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+    bad = nodes[1]
+    sc.expect = expect(
+        "faulty_host", "isolate_host", [{"host": EVICTED_HOST, "nodes": [bad.name], "failures": 2}]
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image="us-south1-docker.pkg.dev/meridian-ai/pretrain/dense-trainer:0.19.3",
+        resources={"cpu": "96", "memory": "1200Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+    evict_m = -25.2
+    ep1, ep2 = -12.3, 6.2
+    sc.host_failure(
+        bad,
+        ep1,
+        [
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:97:00): 79, pid='<unknown>', "
+                "name=<unknown>, GPU has fallen off the bus.",
+            ),
+            ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+        ],
+    )
+    back1 = max(bad.not_ready) + 1
+    sc.host_failure(
+        bad,
+        ep2,
+        [
+            (
+                "kernel",
+                "NVRM: Xid (PCI:0000:c6:00): 79, pid='<unknown>', "
+                "name=<unknown>, GPU has fallen off the bus.",
+            ),
+            ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+        ],
+    )
+    back2 = max(bad.not_ready) + 1
+    restarts = [-24, -10, 9]
+    sc.add_jobset(spec, 4, restarts)
+    sc.attempt(spec, 4, -700, restarts[0], nodes, failed_at={1: -25})
+    sc.attempt(spec, 5, restarts[0], restarts[1], nodes, failed_at={1: math.ceil(ep1)})
+    sc.attempt(
+        spec,
+        6,
+        restarts[1],
+        restarts[2],
+        nodes,
+        running_from={1: back1},
+        failed_at={1: math.ceil(ep2)},
+    )
+    sc.attempt(spec, 7, restarts[2], None, nodes, running_from={1: back2})
+    node_pressure_events(sc, bad, evict_m - 0.4, "MemoryPressure", evict_m + 2.6)
+    pod = sc.pod(spec, 4, 1)
+    evicted(sc, pod, evict_m, "memory", 1_258_291_200, "1200Gi", "91244Ki")
+    add_reason(sc, "kube_pod_status_reason", pod, "Evicted", lambda m: m >= -25)
+    for k, r in enumerate(restarts):
+        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {5 + k}")
+    sc.training_noise(spec, "megatron")
+    sc.kubelet_noise()
+    return sc
+
+
 SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_spot_preemption,
     scenario_faulty_host,
@@ -3397,10 +5347,25 @@ SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_unknown,
     scenario_tfjob_faulty_host,
     scenario_pytorchjob_nccl_timeout,
+    scenario_jobset_oom,
+    scenario_tfjob_oom,
+    scenario_jobset_priority_preemption,
+    scenario_tfjob_priority_preemption,
+    scenario_jobset_eviction,
+    scenario_tfjob_eviction,
+    scenario_jobset_image_pull,
+    scenario_tfjob_image_pull,
+    scenario_oom_then_nccl,
+    scenario_spot_with_preempted_pods,
+    scenario_eviction_then_faulty_host,
 ]
 
 
 # --- golden signal fixtures -----------------------------------------------------------
+
+
+def node_of(pod: AnyPod) -> str | None:
+    return pod.node.name if pod.node else None
 
 
 def build_signals() -> dict[str, dict[str, Any]]:
@@ -3848,6 +5813,241 @@ def build_signals() -> dict[str, dict[str, Any]]:
             workload=job,
             cluster=gctx.cluster,
         )
+
+    # --- the workload's pods stopped by Kubernetes itself
+    victim = tpods[1]
+    oom = kernel_oom(sc, victim, -0.21)
+    uid_exp = {"node": node_of(victim), "cluster": ctx.cluster}
+    add(
+        "unrecognized_oom_killer_invoked",
+        oom[0],
+        kind="unrecognized",
+        **uid_exp,
+    )
+    add(
+        "oom_killed_kernel_memcg",
+        oom[2],
+        kind="oom_killed",
+        pod_uid=victim.uid,
+        reason="oom-kill",
+        **uid_exp,
+    )
+    add("oom_killed_kernel_killed_process", oom[3], kind="oom_killed", pod_uid=None, **uid_exp)
+    add(
+        "oom_killed_npd_event",
+        oom[4],
+        kind="oom_killed",
+        reason="OOMKilling",
+        **uid_exp,
+    )
+    add(
+        "oom_killed_audit_kubelet_patch",
+        audit_oom_patch(sc, victim, -0.2, started_m=-30),
+        kind="oom_killed",
+        pod=victim.name,
+        namespace=victim.namespace,
+        container=victim.spec.container,
+        pod_uid=victim.uid,
+        workload=None,
+        reason="OOMKilled",
+        cluster=ctx.cluster,
+    )
+    add(
+        "oom_killed_audit_gc_delete",
+        audit_gc_delete(
+            sc,
+            victim,
+            0.4,
+            failed_status(sc, victim, -0.2, -30, reason="OOMKilled", code=137),
+        ),
+        kind="oom_killed",
+        pod=victim.name,
+        namespace=victim.namespace,
+        container=victim.spec.container,
+        pod_uid=victim.uid,
+        workload=ctx.workload,
+        workload_kind="jobset",
+        coordinator=victim.coordinator,
+        cluster=ctx.cluster,
+    )
+    add(
+        "unrecognized_audit_kubelet_patch_exit_137",
+        audit_entry_k8s(
+            sc,
+            -0.19,
+            method="io.k8s.core.v1.pods.status.patch",
+            resource=f"core/v1/namespaces/{tpods[2].namespace}/pods/{tpods[2].name}/status",
+            principal=f"system:node:{node_of(tpods[2])}",
+            agent=KUBELET_AGENT,
+            caller_ip=tpods[2].node.ip if tpods[2].node else "",
+            request={
+                "@type": "k8s.io/Patch",
+                "metadata": {"uid": tpods[2].uid},
+                "status": {
+                    "containerStatuses": [
+                        terminated_status(
+                            sc, tpods[2], -0.2, reason="Error", code=137, started_m=-30
+                        )
+                    ],
+                    "phase": "Failed",
+                },
+            },
+        ),
+        kind="unrecognized",
+        pod=tpods[2].name,
+        cluster=ctx.cluster,
+    )
+    serving = PlainPod("ranker-7c9d6f5b8-xq2lp", "serving", victim.node, -2, None, "10.70.3.9")
+    add(
+        "priority_preempted_scheduler",
+        preempted(sc, victim, -0.18, serving),
+        kind="priority_preempted",
+        pod=victim.name,
+        namespace=victim.namespace,
+        pod_uid=victim.uid,
+        node=node_of(victim),
+        related_pod=f"serving/{serving.name}",
+        related_uid=serving.uid,
+        cluster=ctx.cluster,
+    )
+    add(
+        "evicted_memory_kubelet",
+        evicted(sc, tpods[2], -0.17, "memory", 61_848_460, "32Gi", "90712Ki"),
+        kind="evicted",
+        pod=tpods[2].name,
+        pod_uid=tpods[2].uid,
+        node=node_of(tpods[2]),
+        cluster=ctx.cluster,
+    )
+    for name, reason, message, etype in (
+        (
+            "eviction_threshold_met",
+            "EvictionThresholdMet",
+            "Attempting to reclaim memory",
+            "Warning",
+        ),
+        (
+            "insufficient_memory",
+            "NodeHasInsufficientMemory",
+            f"Node {node.name} status is now: NodeHasInsufficientMemory",
+            "Normal",
+        ),
+        (
+            "disk_pressure",
+            "NodeHasDiskPressure",
+            f"Node {node.name} status is now: NodeHasDiskPressure",
+            "Normal",
+        ),
+    ):
+        add(
+            f"node_pressure_{name}",
+            sc.event_node(node, -0.16, reason, message, component="kubelet", etype=etype),
+            kind="node_pressure",
+            reason=reason,
+            **node_exp,
+        )
+    image = "us-docker.pkg.dev/customer-ai-project-123/maxtext/runner:2026-05-40"
+    missing = (
+        f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
+        f'failed to resolve reference "{image}": {image}: not found'
+    )
+    add(
+        "image_pull_failed_not_found",
+        pod_event_ex(
+            sc,
+            tpods[3],
+            -0.15,
+            "Failed",
+            f'Failed to pull image "{image}": {missing}',
+            component="kubelet",
+            etype="Warning",
+        ),
+        kind="image_pull_failed",
+        pod=tpods[3].name,
+        node=node_of(tpods[3]),
+        reason="NotFound",
+        cluster=ctx.cluster,
+    )
+    private = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
+    forbidden = (
+        f'rpc error: code = Unknown desc = failed to pull and unpack image "{private}": failed '
+        f'to resolve reference "{private}": failed to authorize: failed to fetch oauth token: '
+        "unexpected status from GET request to https://europe-west4-docker.pkg.dev/v2/token?"
+        "scope=repository%3Afjord-speech%2Fprivate%2Fconformer-worker%3Apull&service="
+        "europe-west4-docker.pkg.dev: 403 Forbidden"
+    )
+    add(
+        "image_pull_failed_forbidden",
+        pod_event_ex(
+            gs,
+            gpods[1],
+            -0.14,
+            "Failed",
+            f'Failed to pull image "{private}": {forbidden}',
+            component="kubelet",
+            etype="Warning",
+        ),
+        kind="image_pull_failed",
+        pod=gpods[1].name,
+        reason="403 Forbidden",
+        cluster=gctx.cluster,
+    )
+    add(
+        "image_pull_failed_back_off",
+        pod_event_ex(
+            sc,
+            tpods[3],
+            -0.13,
+            "BackOff",
+            f'Back-off pulling image "{image}"',
+            component="kubelet",
+            count=4,
+            first_m=-2.0,
+        ),
+        kind="image_pull_failed",
+        pod=tpods[3].name,
+        reason="BackOff",
+        cluster=ctx.cluster,
+    )
+    add(
+        "unrecognized_back_off_restarting_container",
+        pod_event_ex(
+            sc,
+            tpods[3],
+            -0.12,
+            "BackOff",
+            f"Back-off restarting failed container maxtext in pod {tpods[3].name}_default"
+            f"({tpods[3].uid})",
+            component="kubelet",
+            etype="Warning",
+            count=3,
+        ),
+        kind="unrecognized",
+        pod=tpods[3].name,
+        cluster=ctx.cluster,
+    )
+    tf_job = KubeflowSpec(
+        name="wide-deep-ctr",
+        api_kind="TFJob",
+        replicas={"Worker": 2},
+        image="x",
+        resources={"Worker": {"cpu": "8", "memory": "48Gi"}},
+        node_selector={},
+        tolerations={},
+    )
+    add(
+        "unrecognized_exited_with_code_137",
+        sc.event_job(
+            tf_job,
+            "ml-jobs",
+            -0.11,
+            "ExitedWithCode",
+            "Pod: ml-jobs.wide-deep-ctr-worker-1 exited with code 137",
+        ),
+        kind="unrecognized",
+        workload="wide-deep-ctr",
+        cluster=ctx.cluster,
+    )
 
     # --- unrecognized
     add(

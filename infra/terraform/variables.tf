@@ -349,7 +349,7 @@ variable "project_id" {
 variable "query_budget" {
   type        = number
   description = "PromQL and Logging queries one diagnosis of one incident may run (LOOPBREAKER_QUERY_BUDGET)."
-  default     = 10
+  default     = 16
 
   validation {
     condition     = var.query_budget >= 0 && var.query_budget <= 1000 && floor(var.query_budget) == var.query_budget

@@ -36,6 +36,13 @@ class SignalKind(StrEnum):
     WORKER_CRASH = "worker_crash"
     DIST_BACKEND_ERROR = "dist_backend_error"
     MEGASCALE_HANG = "megascale_hang"
+    # The workload's pods stopped by Kubernetes itself: memory limits, the scheduler,
+    # the kubelet's eviction manager, the image registry.
+    OOM_KILLED = "oom_killed"
+    PRIORITY_PREEMPTED = "priority_preempted"
+    EVICTED = "evicted"
+    NODE_PRESSURE = "node_pressure"
+    IMAGE_PULL_FAILED = "image_pull_failed"
     # Scheduling and controllers.
     UNSCHEDULABLE = "unschedulable"
     JOB_RESTARTING = "job_restarting"
@@ -120,6 +127,17 @@ WORKLOAD_FAULT_KINDS = frozenset(
         SignalKind.MEGASCALE_HANG,
     }
 )
+#: Kinds that say Kubernetes stopped the workload's pods for a reason of the workload's
+#: own making or of the cluster's sharing, not the VM's (OOM, priority, pressure, image).
+POD_FAULT_KINDS = frozenset(
+    {
+        SignalKind.OOM_KILLED,
+        SignalKind.PRIORITY_PREEMPTED,
+        SignalKind.EVICTED,
+        SignalKind.NODE_PRESSURE,
+        SignalKind.IMAGE_PULL_FAILED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -150,6 +168,11 @@ class Signal:
     workload_kind: str | None = None
     #: Kubeflow replica type (``chief``, ``worker``...) of the pod, lower case.
     replica_type: str | None = None
+    #: The pod's uid: an Event's ``involvedObject.uid``, a kernel memory cgroup path.
+    pod_uid: str | None = None
+    #: The other pod an entry names (``namespace/name``): a preemptor, from ``related``.
+    related_pod: str | None = None
+    related_uid: str | None = None
     excerpt: str = ""
     insert_id: str | None = None
     log_name: str | None = None
@@ -311,6 +334,17 @@ class HostPlace:
 
 
 @dataclass(frozen=True)
+class NodeCondition:
+    """One of a node's pressure conditions (``MemoryPressure``, ``DiskPressure``...)."""
+
+    type: str
+    status: bool | None
+    since: datetime | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     name: str
     node_pool: str | None = None
@@ -322,6 +356,31 @@ class NodeInfo:
     spot: bool = False
     #: The VM's numeric id (GKE's ``container.googleapis.com/instance_id`` annotation).
     instance_id: str | None = None
+    #: Its ``MemoryPressure``, ``DiskPressure`` and ``PIDPressure`` conditions.
+    pressure: tuple[NodeCondition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Termination:
+    """How a container ended (``state.terminated`` or ``lastState.terminated``)."""
+
+    reason: str | None
+    exit_code: int | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """One container of a pod: its image, memory limit and how it last stopped."""
+
+    name: str
+    image: str | None = None
+    #: ``resources.limits.memory`` in bytes, None when the container has no limit.
+    memory_limit: float | None = None
+    terminated: Termination | None = None
+    last_terminated: Termination | None = None
+    waiting_reason: str | None = None
+    waiting_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -338,6 +397,18 @@ class PodInfo:
     message: str | None = None
     #: The controller kind its labels name (``jobset``, ``tfjob``...), None when unknown.
     workload_kind: str | None = None
+    uid: str | None = None
+    priority_class: str | None = None
+    priority: int | None = None
+    #: ``status.reason`` / ``status.message`` (``Evicted`` and the kubelet's explanation).
+    status_reason: str | None = None
+    status_message: str | None = None
+    containers: tuple[ContainerInfo, ...] = ()
+    #: The ``DisruptionTarget`` condition: why and when Kubernetes took the pod down.
+    disruption_reason: str | None = None
+    disruption_at: datetime | None = None
+    #: When it was bound to its node (``PodScheduled`` True).
+    scheduled_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -359,6 +430,9 @@ class EvidenceKind(StrEnum):
     LOGS = "logs"
     NODES = "nodes"
     PODS = "pods"
+    POD_REASONS = "pod_reasons"
+    MEMORY = "memory"
+    POD_INFO = "pod_info"
 
 
 @dataclass(frozen=True)
@@ -382,6 +456,13 @@ class Evidence:
     signals: tuple[Signal, ...] | None = None
     nodes: tuple[NodeInfo, ...] | None = None
     pods: tuple[PodInfo, ...] | None = None
+    #: kube-state-metrics reasons: ``kube_pod_container_status_(last_)terminated_reason``,
+    #: ``..._waiting_reason``, ``kube_pod_status_reason``.
+    pod_reasons: tuple[Series, ...] | None = None
+    #: ``container_memory_working_set_bytes`` and ``kube_pod_container_resource_limits``.
+    memory: tuple[Series, ...] | None = None
+    #: ``kube_pod_info`` (uid, node, priority class of each pod).
+    pod_info: tuple[Series, ...] | None = None
     host_history: tuple[HostFailureRecord, ...] = ()
     sources: Mapping[EvidenceKind, SourceStatus] = field(default_factory=dict)
     #: Log entries that could not be read, as (where, reason).
@@ -402,6 +483,10 @@ class RootCause(StrEnum):
     FAULTY_HOST = "faulty_host"
     HOST_ERROR = "host_error"
     CAPACITY = "capacity"
+    OUT_OF_MEMORY = "out_of_memory"
+    PRIORITY_PREEMPTION = "priority_preemption"
+    NODE_PRESSURE_EVICTION = "node_pressure_eviction"
+    IMAGE_PULL = "image_pull"
     APPLICATION = "application"
     UNKNOWN = "unknown"
 
@@ -413,6 +498,10 @@ class RemediationPath(StrEnum):
     ISOLATE_HOST = "isolate_host"
     WATCH_HOST = "watch_host"
     ADD_CAPACITY = "add_capacity"
+    FIX_MEMORY = "fix_memory"
+    PROTECT_PRIORITY = "protect_priority"
+    RELIEVE_NODE_PRESSURE = "relieve_node_pressure"
+    FIX_IMAGE = "fix_image"
     INSPECT_APPLICATION = "inspect_application"
 
 

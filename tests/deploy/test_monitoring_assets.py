@@ -75,6 +75,7 @@ ALERTS = {
     "LoopbreakerPyTorchJobRestartLoop": "restart_loop",
     "LoopbreakerTrainingNodeNotReady": "node_not_ready",
     "LoopbreakerTrainingPodsPending": "pods_pending",
+    "LoopbreakerTrainingContainerOOMKilled": "restart_loop",
     "LoopbreakerGPUXidError": "gpu_health",
     "LoopbreakerGPUDoubleBitECC": "gpu_health",
 }

@@ -86,8 +86,19 @@ def verdict(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_scenario_is_covered() -> None:
-    assert len(SCENARIOS) >= 10
+    assert len(SCENARIOS) >= 21
     assert all((s / "metrics.om").is_file() for s in SCENARIOS)
+
+
+def test_every_cause_has_a_jobset_and_a_kubeflow_scenario() -> None:
+    """Each root cause the infrastructure did not cause runs through parity as a JobSet
+    and as a TFJob (issue 20)."""
+    by_cause: dict[str, set[WorkloadKind]] = {}
+    for scenario in SCENARIOS:
+        spec = spec_of(scenario)
+        by_cause.setdefault(spec["expect"]["root_cause"], set()).add(context_of(spec).workload_kind)
+    for cause in ("out_of_memory", "priority_preemption", "node_pressure_eviction", "image_pull"):
+        assert by_cause[cause] >= {WorkloadKind.JOBSET, WorkloadKind.TFJOB}, cause
 
 
 def test_every_workload_kind_is_covered() -> None:
@@ -215,10 +226,15 @@ def test_live_log_filters_see_every_node_and_workload_signal(scenario: Path) -> 
 
     from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
     from loopbreaker.diagnosis.telemetry import load_directory
-    from loopbreaker.model import HOST_FAULT_KINDS, INTERRUPTION_KINDS, WORKLOAD_FAULT_KINDS
+    from loopbreaker.model import (
+        HOST_FAULT_KINDS,
+        INTERRUPTION_KINDS,
+        POD_FAULT_KINDS,
+        WORKLOAD_FAULT_KINDS,
+    )
 
     context = context_of(spec_of(scenario))
-    kinds = HOST_FAULT_KINDS | INTERRUPTION_KINDS | WORKLOAD_FAULT_KINDS
+    kinds = HOST_FAULT_KINDS | INTERRUPTION_KINDS | WORKLOAD_FAULT_KINDS | POD_FAULT_KINDS
 
     def counted(signals: Any) -> Counter[str]:
         return Counter(

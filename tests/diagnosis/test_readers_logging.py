@@ -180,7 +180,7 @@ def test_cap_stops_reading_and_keeps_coordinator_first(server: LoggingServer) ->
     assert result.truncated and result.partial
     assert result.entries_read == 5
     assert [s.kind for s in result.signals][-1] is SignalKind.NCCL_TIMEOUT
-    assert len(server.filters_seen()) == 5  # worker_logs never asked
+    assert len(server.filters_seen()) == 6  # worker_logs never asked
 
 
 @pytest.mark.parametrize("fault", [Fault.FORBIDDEN, Fault.UNAUTHORIZED])

@@ -126,7 +126,7 @@ def test_one_rejected_query_fails_only_its_kind() -> None:
         fail=[QueryRejected("p", "HTTP 400 query rejected: bad", 400)],
     )
     evidence = gather(CTX, SourceOptions(prometheus_url="http://p"), readers=_quiet(metrics))
-    assert len(metrics.selectors) == 5
+    assert len(metrics.selectors) == len(METRIC_KINDS) == 8
     assert not evidence.sources[EvidenceKind.RESTARTS].available
     assert evidence.sources[EvidenceKind.INTERRUPTIONS].available
 

@@ -10,6 +10,7 @@ import copy
 import json
 import re
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -381,3 +382,110 @@ def test_no_context_time_or_file_shape_makes_diagnose_fail_unexpectedly(
         )
         assert not any(n in captured.out for n in others)
         assert result["context"]["cluster"] == context["cluster"]
+
+
+# --- issue 20: the new kinds of evidence are scoped the same way ----------------------------
+
+
+def test_oom_kills_of_another_cluster_or_namespace_do_not_make_unknown_an_oom(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``unknown`` plus kube-state-metrics OOMKilled series and a kernel oom-kill line of
+    the same pod names, in another cluster and in another namespace."""
+    src, out = EXAMPLES / "unknown", tmp_path / "unknown"
+    shutil.copytree(src, out)
+    spec = spec_of("unknown")
+    ctx = spec["context"]
+    pod = next(p for p in load(src / "pods.json")["items"])["metadata"]["name"]
+    stamp = int(datetime.fromisoformat(ctx["issue_time"].replace("Z", "+00:00")).timestamp())
+    lines = metrics_lines(src / "metrics.om")
+    for cluster, namespace in ((ctx["cluster"], "other-team"), ("l4-prod-cluster", "default")):
+        labels = (
+            f'cluster="{cluster}",namespace="{namespace}",pod="{pod}",uid="u-{cluster}",'
+            'container="trainer",reason="OOMKilled"'
+        )
+        lines += [
+            f"kube_pod_container_status_terminated_reason{{{labels}}} 1 {stamp + 60 * m}"
+            for m in range(-5, 3)
+        ]
+    write_metrics(out / "metrics.om", lines)
+    logs = load(src / "logs.json")
+    kernel = copy.deepcopy(next(e for e in logs if e["resource"]["type"] == "k8s_node"))
+    kernel["resource"]["labels"]["cluster_name"] = "l4-prod-cluster"
+    kernel["insertId"] = "oom-elsewhere"
+    kernel.pop("jsonPayload", None)
+    kernel["textPayload"] = (
+        "oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=/kubepods/podu-l4,task=python3,pid=1"
+    )
+    dump(out / "logs.json", [kernel, *logs])
+    code, text, _ = diagnose(capsys, out, args_of(ctx))
+    assert code == 0
+    result = json.loads(text)
+    assert result["root_cause"] == "unknown"
+    assert not any("OOM" in f["message"] and f["supports"] for f in result["evidence"])
+    assert "l4-prod-cluster" not in text and "other-team" not in text
+
+
+def test_scope_keeps_a_preemptor_of_another_namespace_and_nothing_else() -> None:
+    from loopbreaker.diagnosis.scope import scope
+    from loopbreaker.model import (
+        Context,
+        Evidence,
+        PodInfo,
+        Sample,
+        Series,
+        Signal,
+        SignalKind,
+    )
+    from loopbreaker.timeutil import parse_rfc3339
+
+    t = parse_rfc3339("2026-04-21T15:05:00Z")
+    ctx = Context("c", "train", t, namespace="research")
+
+    def info(namespace: str, pod: str, uid: str, cluster: str = "c") -> Series:
+        labels = {"cluster": cluster, "namespace": namespace, "pod": pod, "uid": uid}
+        return Series("kube_pod_info", {**labels, "priority_class": "x"}, (Sample(t, 1.0),))
+
+    preempted = Signal(
+        SignalKind.PRIORITY_PREEMPTED,
+        t,
+        cluster="c",
+        namespace="research",
+        pod="train-w-0-0-abcde",
+        related_pod="serving/ranker-1",
+        related_uid="uid-ranker-1",
+    )
+    ev = Evidence(
+        signals=(preempted,),
+        pods=(
+            PodInfo("ranker-1", "serving", uid="uid-ranker-1"),
+            PodInfo("ranker-2", "serving", uid="uid-ranker-2"),
+            PodInfo("train-w-0-0-abcde", "research", workload="train"),
+        ),
+        pod_info=(
+            info("serving", "ranker-1", "uid-ranker-1"),
+            info("serving", "ranker-2", "uid-ranker-2"),
+            info("serving", "ranker-1", "uid-ranker-1", cluster="other"),
+            info("research", "train-w-0-0-abcde", "uid-train"),
+        ),
+        pod_reasons=(
+            Series("kube_pod_status_reason", {"cluster": "c", "namespace": "serving"}, ()),
+            Series("kube_pod_status_reason", {"cluster": "c", "namespace": "research"}, ()),
+        ),
+        memory=(
+            Series("container_memory_working_set_bytes", {"cluster": "other"}, ()),
+            Series("container_memory_working_set_bytes", {"cluster": "c"}, ()),
+        ),
+    )
+    scoped = scope(ctx, ev)
+    assert {p.name for p in scoped.pods or ()} == {"ranker-1", "train-w-0-0-abcde"}
+    assert {(s.labels["cluster"], s.labels["pod"]) for s in scoped.pod_info or ()} == {
+        ("c", "ranker-1"),
+        ("c", "train-w-0-0-abcde"),
+    }
+    assert [s.labels["namespace"] for s in scoped.pod_reasons or ()] == ["research"]
+    assert [s.labels["cluster"] for s in scoped.memory or ()] == ["c"]
+    # Without the Preempted Event, the other namespace is out of scope again.
+    quiet = scope(ctx, Evidence(signals=(), pods=ev.pods, pod_info=ev.pod_info))
+    assert {p.name for p in quiet.pods or ()} == {"train-w-0-0-abcde"}
+    assert {s.labels["pod"] for s in quiet.pod_info or ()} == {"train-w-0-0-abcde"}

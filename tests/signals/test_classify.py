@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,91 @@ def test_pod_labels_give_workload_kind_and_replica(
     assert (sig.workload_kind, sig.replica_type) == (kind, replica)
     if coordinator is not None:
         assert sig.coordinator is coordinator
+
+
+# --- issue 20: pods stopped by Kubernetes itself ----------------------------------------------
+
+
+def _golden(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (Path(__file__).parents[1] / "data" / "signals" / f"{name}.json").read_text()
+    )
+    return data["entry"]
+
+
+def test_a_systemd_memory_cgroup_names_the_pod_too() -> None:
+    uid = "0b3e7a2c-5d41-4f6e-9a8b-1c2d3e4f5a6b"
+    line = (
+        "May 20 08:12:15 gke-c-p-1a2b3c4d-x7k2 kernel: [ 1.0] oom-kill:constraint=CONSTRAINT_MEMCG,"
+        "nodemask=(null),cpuset=cri-containerd-ab.scope,mems_allowed=0,oom_memcg=/kubepods.slice/"
+        f"kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice,"
+        "task_memcg=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+        f"{uid.replace('-', '_')}.slice/cri-containerd-ab.scope,task=python3,pid=9,uid=0"
+    )
+    sig = classify(_entry(textPayload=line))
+    assert (sig.kind, sig.pod_uid, sig.reason) == (SignalKind.OOM_KILLED, uid, "oom-kill")
+
+
+def test_oom_lines_in_a_containers_own_log_are_not_kernel_kills() -> None:
+    entry = _entry(
+        resource={"type": "k8s_container", "labels": {"cluster_name": "c", "pod_name": "p"}},
+        textPayload="Memory cgroup out of memory: Killed process 9 (python3) — quoted by the app",
+    )
+    assert classify(entry).kind is SignalKind.UNRECOGNIZED
+
+
+def test_an_audited_status_patch_without_oomkilled_is_not_an_oom_kill() -> None:
+    entry = copy.deepcopy(_golden("oom_killed_audit_kubelet_patch"))
+    status = entry["protoPayload"]["request"]["status"]["containerStatuses"][0]
+    status["state"]["terminated"]["reason"] = "Error"  # exit code 137 stays: a SIGKILL
+    assert classify(entry).kind is SignalKind.UNRECOGNIZED
+    status["lastState"] = {"terminated": {"reason": "OOMKilled", "exitCode": 137}}
+    assert classify(entry).kind is SignalKind.OOM_KILLED
+
+
+def test_the_deleted_pods_labels_name_the_workload_and_its_limit() -> None:
+    sig = classify(_golden("oom_killed_audit_gc_delete"))
+    assert sig.workload == "llama3-70b-training" and sig.workload_kind == "jobset"
+    assert "(memory limit 64Gi)" not in sig.excerpt  # the signals scenario sets no limit
+    entry = copy.deepcopy(_golden("oom_killed_audit_gc_delete"))
+    container = entry["protoPayload"]["response"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"memory": "160Gi"}}
+    assert "(memory limit 160Gi)" in classify(entry).excerpt
+
+
+def test_a_preempted_event_of_the_older_form_still_names_the_node() -> None:
+    entry = copy.deepcopy(_golden("priority_preempted_scheduler"))
+    payload = entry["jsonPayload"]
+    payload.pop("related")
+    payload["message"] = "Preempted by serving/ranker-1 on node gke-c-p-1a2b3c4d-q9z1"
+    sig = classify(entry)
+    assert sig.kind is SignalKind.PRIORITY_PREEMPTED
+    assert (sig.node, sig.related_pod, sig.related_uid) == ("gke-c-p-1a2b3c4d-q9z1", None, None)
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ('Failed to pull image "i": rpc error: code = NotFound desc = i: not found', "NotFound"),
+        (
+            'Failed to pull image "i": unexpected status from GET ...: 401 Unauthorized',
+            "401 Unauthorized",
+        ),
+        (
+            'Failed to pull image "i": rpc error: code = Unknown desc = dial tcp: i/o timeout',
+            "Failed",
+        ),
+        ("Error: InvalidImageName", "Failed"),
+    ],
+)
+def test_image_pull_failures_keep_the_registrys_answer(message: str, reason: str) -> None:
+    entry = copy.deepcopy(_golden("image_pull_failed_not_found"))
+    entry["jsonPayload"]["message"] = message
+    sig = classify(entry)
+    assert (sig.kind, sig.reason) == (SignalKind.IMAGE_PULL_FAILED, reason)
+
+
+def test_other_failed_and_backoff_events_are_not_image_pulls() -> None:
+    entry = copy.deepcopy(_golden("image_pull_failed_not_found"))
+    entry["jsonPayload"]["message"] = "Error: CreateContainerConfigError"
+    assert classify(entry).kind is SignalKind.UNRECOGNIZED

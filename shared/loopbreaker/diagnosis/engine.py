@@ -3,8 +3,11 @@
 Each step lives in :mod:`loopbreaker.diagnosis.steps`; this module runs them and decides.
 
 Step 1 decides whether there is a restart loop at all; steps 2-4 collect findings for
-every cause; the first rule that matches, in the workflow's order, names the root cause:
-spot_preemption, maintenance, faulty_host, host_error, capacity, application, unknown.
+every cause; the first rule that matches, in this order, names the root cause:
+spot_preemption, maintenance, faulty_host, host_error (the infrastructure: pods die with
+their VM or node); then the first in time of out_of_memory, priority_preemption,
+node_pressure_eviction and image_pull (Kubernetes stopped the pods); then capacity,
+application, unknown.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from loopbreaker.diagnosis import ticket
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
+from loopbreaker.diagnosis.steps import workload_faults
 from loopbreaker.diagnosis.steps.common import (
     COORDINATOR,
     DEFAULT_THRESHOLDS,
@@ -45,7 +49,26 @@ _STEP_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {
     1: (EvidenceKind.RESTARTS,),
     2: (EvidenceKind.INTERRUPTIONS, EvidenceKind.LOGS),
     3: (EvidenceKind.NODE_CONDITIONS, EvidenceKind.LOGS, EvidenceKind.NODES),
-    4: (EvidenceKind.POD_PHASES, EvidenceKind.UNSCHEDULABLE, EvidenceKind.PODS, EvidenceKind.LOGS),
+    4: (
+        EvidenceKind.POD_PHASES,
+        EvidenceKind.UNSCHEDULABLE,
+        EvidenceKind.PODS,
+        EvidenceKind.LOGS,
+        EvidenceKind.POD_REASONS,
+        EvidenceKind.MEMORY,
+        EvidenceKind.POD_INFO,
+    ),
+}
+#: Causes that explain pods dying with their VM or node, whatever else they show.
+_INFRASTRUCTURE = frozenset(
+    {RootCause.SPOT_PREEMPTION, RootCause.MAINTENANCE, RootCause.FAULTY_HOST, RootCause.HOST_ERROR}
+)
+#: The workload's pods stopped by Kubernetes itself, and the path each one takes.
+_POD_FAULT_PATHS = {
+    RootCause.OUT_OF_MEMORY: RemediationPath.FIX_MEMORY,
+    RootCause.PRIORITY_PREEMPTION: RemediationPath.PROTECT_PRIORITY,
+    RootCause.NODE_PRESSURE_EVICTION: RemediationPath.RELIEVE_NODE_PRESSURE,
+    RootCause.IMAGE_PULL: RemediationPath.FIX_IMAGE,
 }
 
 
@@ -78,7 +101,7 @@ def diagnose(
             restart_increase=restarts.increase,
             restart_total=restarts.total,
             root_cause=RootCause.NO_RESTART_LOOP,
-            remediation=_remediation(RootCause.NO_RESTART_LOOP, (), context),
+            remediation=_remediation(RootCause.NO_RESTART_LOOP, (), context, None),
             suspect_hosts=(),
             steps=steps,
             evidence=tuple(notes.by_step[1]),
@@ -90,8 +113,10 @@ def diagnose(
 
     interruptions = step2(context, evidence, signals, notes)
     hosts = step3(context, evidence, signals, interruptions, thresholds, notes)
-    pods = step4(context, evidence, signals, thresholds, notes)
+    faults = workload_faults.collect(context, evidence, signals)
+    pods = step4(context, evidence, signals, thresholds, notes, waiting_on_image=faults.image_pods)
 
+    first = faults.first
     if interruptions.preemptions:
         cause = RootCause.SPOT_PREEMPTION
     elif interruptions.maintenance:
@@ -100,12 +125,28 @@ def diagnose(
         cause = RootCause.FAULTY_HOST
     elif hosts.single:
         cause = RootCause.HOST_ERROR
+    elif first is not None:
+        cause = first.cause
     elif pods.capacity:
         cause = RootCause.CAPACITY
     elif pods.application:
         cause = RootCause.APPLICATION
     else:
         cause = RootCause.UNKNOWN
+    workload_faults.report(
+        context,
+        evidence,
+        faults,
+        notes,
+        decided=cause,
+        infrastructure=cause in _INFRASTRUCTURE,
+    )
+    if first is not None and cause is first.cause:
+        if pods.application:
+            what = "coordinator's NCCL / collective / worker-crash failure"
+            workload_faults.consequence_note(first, what, pods.application_at, notes)
+        if pods.capacity:
+            workload_faults.consequence_note(first, "pods left Pending", None, notes)
 
     if cause is RootCause.HOST_ERROR:
         suspects = hosts.single
@@ -124,13 +165,13 @@ def diagnose(
         restart_increase=restarts.increase,
         restart_total=restarts.total,
         root_cause=cause,
-        remediation=_remediation(cause, suspects, context),
+        remediation=_remediation(cause, suspects, context, faults),
         suspect_hosts=suspects,
         steps=steps,
         evidence=findings,
         ticket_draft=draft,
         missing_evidence=missing,
-        summary=_summary(cause, context, restarts, suspects, interruptions),
+        summary=_summary(cause, context, restarts, suspects, interruptions, faults),
         queries_run=_run_count(steps),
     )
 
@@ -185,8 +226,19 @@ def _run_count(steps: Iterable[StepReport]) -> int:
     )
 
 
-def _remediation(cause: RootCause, suspects: Sequence[SuspectHost], ctx: Context) -> Remediation:
+def _remediation(
+    cause: RootCause,
+    suspects: Sequence[SuspectHost],
+    ctx: Context,
+    faults: workload_faults.WorkloadFaults | None = None,
+) -> Remediation:
     target = suspects[0] if suspects else None
+    fault = faults.of(cause) if faults is not None else None
+    if fault is not None and cause in _POD_FAULT_PATHS:
+        # Never a node or host action: Kubernetes stopped the pods for the workload's own
+        # configuration or for the cluster's sharing, not for a fault of the machine.
+        actions = workload_faults.remediation_actions(fault, ctx)
+        return Remediation(_POD_FAULT_PATHS[cause], Risk.LOW, False, actions)
     if cause is RootCause.NO_RESTART_LOOP:
         return Remediation(RemediationPath.NONE, Risk.NONE, False, ("No action needed.",))
     if cause is RootCause.SPOT_PREEMPTION:
@@ -275,6 +327,7 @@ def _summary(
     restarts: Restarts,
     suspects: Sequence[SuspectHost],
     interruptions: Interruptions,
+    faults: workload_faults.WorkloadFaults | None = None,
 ) -> str:
     if restarts.loop and restarts.increase is not None:
         head = f"{ctx.workload} restarted {restarts.increase:g} time(s) inside the window"
@@ -291,6 +344,9 @@ def _summary(
         RootCause.APPLICATION: "the application itself fails (NCCL / collective / worker crash).",
         RootCause.UNKNOWN: "no infrastructure cause found; inspect the application.",
     }.get(cause, "")
+    fault = faults.of(cause) if faults is not None else None
+    if fault is not None and cause in _POD_FAULT_PATHS:
+        tail = workload_faults.summary_tail(fault)
     if cause is RootCause.FAULTY_HOST:
         # Without host data the "host" is the node itself: never call it a physical host.
         what = "physical host" if suspects[0].host_known else "node (physical host unknown)"

@@ -57,6 +57,9 @@ _METRIC_KINDS = (
     EvidenceKind.NODE_CONDITIONS,
     EvidenceKind.POD_PHASES,
     EvidenceKind.UNSCHEDULABLE,
+    EvidenceKind.POD_REASONS,
+    EvidenceKind.MEMORY,
+    EvidenceKind.POD_INFO,
     EvidenceKind.NODES,
     EvidenceKind.PODS,
 )

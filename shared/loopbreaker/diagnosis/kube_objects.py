@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
+from loopbreaker.errors import InvalidContext
 from loopbreaker.model import (
     KUBEFLOW_CHIEF_TYPES,
+    ContainerInfo,
+    NodeCondition,
     NodeInfo,
     PodInfo,
     Signal,
     SignalKind,
+    Termination,
     WorkloadKind,
 )
 from loopbreaker.signals.classify import kubeflow_kind
@@ -27,6 +32,13 @@ KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
 #: GKE annotates every node with its VM's numeric id.
 INSTANCE_ID_ANNOTATION = "container.googleapis.com/instance_id"
 
+#: The node conditions the kubelet's eviction manager sets.
+PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
+_QUANTITY = re.compile(
+    r"^\s*(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<suffix>[A-Za-z]*|[eE][+-]?[0-9]+)\s*$"
+)
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3}
 _PROVIDER_ID = re.compile(r"^gce://(?P<project>[^/]+)/(?P<zone>[^/]+)/(?P<instance>[^/]+)$")
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
 
@@ -67,6 +79,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         ready=_ready(_map(obj.get("status"))),
         spot=any(labels.get(k) == "true" for k in SPOT_LABELS),
         instance_id=_instance_id(meta),
+        pressure=_pressure(_map(obj.get("status"))),
     )
 
 
@@ -81,6 +94,8 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
     workload = labels.get(JOBSET_LABEL) or labels.get(KUBEFLOW_JOB_LABEL)
     unschedulable = False
     message = None
+    scheduled_at = disruption_at = None
+    disruption_reason = None
     conditions = status.get("conditions")
     for cond in conditions if isinstance(conditions, list) else []:
         if not isinstance(cond, Mapping):
@@ -89,9 +104,15 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
             unschedulable = cond.get("reason") == "Unschedulable"
             msg = cond.get("message")
             message = msg if isinstance(msg, str) else None
+        elif cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            scheduled_at = _time(cond.get("lastTransitionTime"))
+        elif cond.get("type") == "DisruptionTarget" and cond.get("status") == "True":
+            disruption_reason = _str(cond.get("reason"))
+            disruption_at = _time(cond.get("lastTransitionTime"))
     phase = status.get("phase")
     node = spec.get("nodeName")
     namespace = meta.get("namespace")
+    priority = spec.get("priority")
     return PodInfo(
         name=name,
         namespace=namespace if isinstance(namespace, str) else None,
@@ -103,7 +124,108 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
         message=message,
         replica_type=(labels.get("training.kubeflow.org/replica-type") or "").lower() or None,
         workload_kind=_pod_kind(labels),
+        uid=_str(meta.get("uid")),
+        priority_class=_str(spec.get("priorityClassName")),
+        priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        status_reason=_str(status.get("reason")),
+        status_message=_str(status.get("message")),
+        containers=_containers(spec, status),
+        disruption_reason=disruption_reason,
+        disruption_at=disruption_at,
+        scheduled_at=scheduled_at,
     )
+
+
+def parse_quantity(value: object) -> float | None:
+    """A Kubernetes resource quantity (``72Gi``, ``512M``, ``1.5e9``) as a number; None
+    for anything else."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.match(value)
+    if match is None:
+        return None
+    number, suffix = float(match["number"]), match["suffix"]
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    if suffix[:1] in ("e", "E"):
+        return number * 10.0 ** int(suffix[1:])
+    return None
+
+
+def _containers(spec: Mapping[str, Any], status: Mapping[str, Any]) -> tuple[ContainerInfo, ...]:
+    statuses = {
+        s.get("name"): s for s in _list(status.get("containerStatuses")) if isinstance(s, Mapping)
+    }
+    out = []
+    for container in _list(spec.get("containers")):
+        if not isinstance(container, Mapping) or not isinstance(container.get("name"), str):
+            continue
+        name = container["name"]
+        limits = _map(_map(container.get("resources")).get("limits"))
+        state = _map(statuses.get(name, {}))
+        waiting = _map(_map(state.get("state")).get("waiting"))
+        out.append(
+            ContainerInfo(
+                name=name,
+                image=_str(container.get("image")),
+                memory_limit=parse_quantity(limits.get("memory")),
+                terminated=_termination(_map(state.get("state")).get("terminated")),
+                last_terminated=_termination(_map(state.get("lastState")).get("terminated")),
+                waiting_reason=_str(waiting.get("reason")),
+                waiting_message=_str(waiting.get("message")),
+            )
+        )
+    return tuple(out)
+
+
+def _termination(value: object) -> Termination | None:
+    if not isinstance(value, Mapping):
+        return None
+    code = value.get("exitCode")
+    return Termination(
+        reason=_str(value.get("reason")),
+        exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+        finished_at=_time(value.get("finishedAt")),
+    )
+
+
+def _pressure(status: Mapping[str, Any]) -> tuple[NodeCondition, ...]:
+    out = []
+    for cond in _list(status.get("conditions")):
+        if not isinstance(cond, Mapping) or cond.get("type") not in PRESSURE_CONDITIONS:
+            continue
+        state = cond.get("status")
+        out.append(
+            NodeCondition(
+                type=str(cond["type"]),
+                status=True if state == "True" else False if state == "False" else None,
+                since=_time(cond.get("lastTransitionTime")),
+                reason=_str(cond.get("reason")),
+                message=_str(cond.get("message")),
+            )
+        )
+    return tuple(out)
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_rfc3339(value)
+    except InvalidContext:
+        return None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _pod_kind(labels: Mapping[str, str]) -> str | None:
@@ -179,7 +301,7 @@ def job_restart(obj: Mapping[str, Any]) -> Signal | None:
             return None
         try:
             at = parse_rfc3339(stamp, what=f"{kind.api_kind} {name} Restarting condition")
-        except ValueError:
+        except (ValueError, InvalidContext):
             return None
         reason = cond.get("reason")
         message = cond.get("message")

@@ -12,7 +12,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage, WorkloadKind
-from loopbreaker.signals.classify import AUDIT_METHODS, NODE_FAULT_PHRASES
+from loopbreaker.signals.classify import (
+    AUDIT_METHODS,
+    EVICTED_REASON,
+    IMAGE_EVENT_REASONS,
+    NODE_FAULT_PHRASES,
+    NODE_OOM_REASON,
+    NODE_PRESSURE_REASONS,
+    OOM_KILL_PHRASES,
+    OOM_KILLED_REASON,
+    POD_AUDIT_METHODS,
+    PREEMPTED_REASON,
+)
 
 _PLACEHOLDER = re.compile(
     r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
@@ -28,6 +39,25 @@ STEP_TITLES: Mapping[int, str] = {
     4: "Pods and workers",
 }
 
+#: kube-state-metrics series that give a pod's or a container's reason (one series per
+#: reason, 1 while it holds).
+LAST_TERMINATED_METRIC = "kube_pod_container_status_last_terminated_reason"
+TERMINATED_METRIC = "kube_pod_container_status_terminated_reason"
+WAITING_METRIC = "kube_pod_container_status_waiting_reason"
+POD_REASON_METRIC = "kube_pod_status_reason"
+POD_REASON_METRICS = (LAST_TERMINATED_METRIC, TERMINATED_METRIC, WAITING_METRIC, POD_REASON_METRIC)
+WORKING_SET_METRIC = "container_memory_working_set_bytes"
+LIMITS_METRIC = "kube_pod_container_resource_limits"
+MEMORY_METRICS = (WORKING_SET_METRIC, LIMITS_METRIC)
+POD_INFO_METRIC = "kube_pod_info"
+#: Container waiting reasons that mean the image could not be pulled.
+IMAGE_WAITING_REASONS = (
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+)
+
 #: Raw range-vector selectors the readers run; the engine computes deltas from raw samples,
 #: so a live Prometheus and a metrics.om file give the same answer.
 RAW_SELECTORS: Mapping[EvidenceKind, str] = {
@@ -39,7 +69,8 @@ RAW_SELECTORS: Mapping[EvidenceKind, str] = {
         'kubernetes_io:node_pool_interruption_count{cluster_name="{cluster_name}"}'
     ),
     EvidenceKind.NODE_CONDITIONS: (
-        'kubernetes_io:node_status_condition{cluster_name="{cluster_name}", condition="Ready"}'
+        'kubernetes_io:node_status_condition{cluster_name="{cluster_name}", '
+        'condition=~"Ready|MemoryPressure|DiskPressure|PIDPressure"}'
     ),
     EvidenceKind.POD_PHASES: (
         'kube_pod_status_phase{cluster="{cluster_name}", namespace="{namespace}", '
@@ -49,6 +80,20 @@ RAW_SELECTORS: Mapping[EvidenceKind, str] = {
         'kubernetes_io:pod_status_unschedulable{cluster_name="{cluster_name}", '
         'namespace_name="{namespace}", pod_name=~"{workload_name}.*"}'
     ),
+    # kube-state-metrics: why each container last stopped, why it waits, why the pod is down.
+    EvidenceKind.POD_REASONS: (
+        '{__name__=~"' + "|".join(POD_REASON_METRICS) + '", cluster="{cluster_name}", '
+        'namespace="{namespace}", pod=~"{workload_name}.*"}'
+    ),
+    # cAdvisor's working set against the limit kube-state-metrics reports, per container.
+    EvidenceKind.MEMORY: (
+        '{__name__=~"' + "|".join(MEMORY_METRICS) + '", cluster="{cluster_name}", '
+        'namespace="{namespace}", pod=~"{workload_name}.*", container!="", container!="POD", '
+        'resource=~"memory|"}'
+    ),
+    # Every pod that has a PriorityClass, in every namespace: a preemptor may run in
+    # another one than the workload it preempts.
+    EvidenceKind.POD_INFO: 'kube_pod_info{cluster="{cluster_name}", priority_class!=""}',
 }
 
 #: Kubeflow's operator counts restarts per namespace and framework; it has no job label.
@@ -69,10 +114,26 @@ _NODE_FAULT_TERMS = " OR ".join(
     [
         f'{field}:"{phrase}"'
         for field in ("textPayload", "jsonPayload.MESSAGE")
-        for phrase in NODE_FAULT_PHRASES
+        for phrase in (*NODE_FAULT_PHRASES, *OOM_KILL_PHRASES)
     ]
-    + ['jsonPayload.reason="NodeNotReady"']
+    + [
+        'jsonPayload.reason=("NodeNotReady" OR '
+        + " OR ".join(f'"{r}"' for r in (*NODE_PRESSURE_REASONS, NODE_OOM_REASON))
+        + ")"
+    ]
 )
+_POD_EVENT_REASONS = " OR ".join(
+    f'"{r}"'
+    for r in (
+        "FailedScheduling",
+        "NotTriggerScaleUp",
+        PREEMPTED_REASON,
+        EVICTED_REASON,
+        *IMAGE_EVENT_REASONS,
+    )
+)
+_POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in POD_AUDIT_METHODS)
+_WORKLOAD_PODS = 'cluster="{cluster_name}", namespace="{namespace}", pod=~"{workload_name}.*"'
 
 
 @dataclass(frozen=True)
@@ -299,7 +360,18 @@ TEMPLATES: tuple[Template, ...] = (
         L,
         'resource.type="k8s_node"\nAND resource.labels.cluster_name="{cluster_name}"\n'
         f"AND ({_NODE_FAULT_TERMS})\n" + _WINDOW_LQL,
-        "Host, kernel and hardware faults on the nodes.",
+        "Host, kernel and hardware faults, memory, disk and PID pressure, and kernel OOM "
+        "kills on the nodes.",
+    ),
+    Template(
+        "node_pressure",
+        3,
+        P,
+        "max by (node_name, condition) (\n"
+        '  max_over_time(kubernetes_io:node_status_condition{cluster_name="{cluster_name}", '
+        'condition=~"MemoryPressure|DiskPressure|PIDPressure", status="True"}[60m])\n)',
+        "Nodes whose MemoryPressure, DiskPressure or PIDPressure condition was true in the "
+        "window (the kubelet evicts pods while it is).",
     ),
     # Step 4
     Template(
@@ -360,10 +432,94 @@ TEMPLATES: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/events"\n'
         'AND resource.type="k8s_pod"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        'AND jsonPayload.reason=("FailedScheduling" OR "NotTriggerScaleUp")\n'
+        f"AND jsonPayload.reason=({_POD_EVENT_REASONS})\n"
         'AND resource.labels.namespace_name="{namespace}"\n'
         'AND resource.labels.pod_name:"{workload_name}"\n' + _WINDOW_LQL,
-        "Scheduling failures of the workload's pods.",
+        "Scheduling failures, preemptions, evictions and image-pull failures of the "
+        "workload's pods.",
+    ),
+    Template(
+        "oom_audit",
+        4,
+        L,
+        'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Factivity"\n'
+        'AND resource.type="k8s_cluster"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f"AND protoPayload.methodName=({_POD_AUDIT_TERMS})\n"
+        'AND protoPayload.resourceName:"namespaces/{namespace}/"\n'
+        'AND protoPayload.resourceName:"/pods/{workload_name}"\n'
+        f'AND "{OOM_KILLED_REASON}"\n' + _WINDOW_LQL,
+        "Containers of the workload's pods that terminated OOMKilled, as the Kubernetes "
+        "audit log records the pod status.",
+    ),
+    Template(
+        "oom_killed",
+        4,
+        P,
+        "max by (namespace, pod, container) (\n"
+        f"  max_over_time({LAST_TERMINATED_METRIC}{{{_WORKLOAD_PODS}, "
+        f'reason="{OOM_KILLED_REASON}"}}[60m])\n'
+        f"  or max_over_time({TERMINATED_METRIC}{{{_WORKLOAD_PODS}, "
+        f'reason="{OOM_KILLED_REASON}"}}[60m])\n)',
+        "Containers of the workload whose last (or current) termination was OOMKilled; "
+        "Kubeflow pods with restartPolicy Never have only the current one.",
+    ),
+    Template(
+        "memory_peak",
+        4,
+        P,
+        "max by (pod, container) (\n"
+        f"  max_over_time({WORKING_SET_METRIC}{{{_WORKLOAD_PODS}, "
+        'container!="", container!="POD"}[60m])\n)\n'
+        "/ on (pod, container)\n"
+        f"max by (pod, container) ({LIMITS_METRIC}{{{_WORKLOAD_PODS}, "
+        'resource="memory"})',
+        "Peak working set of each container as a fraction of its memory limit (1 = at the limit).",
+    ),
+    Template(
+        "evicted",
+        4,
+        P,
+        "max by (namespace, pod) (\n"
+        f'  max_over_time({POD_REASON_METRIC}{{{_WORKLOAD_PODS}, reason="Evicted"}}[60m])\n)',
+        "Pods of the workload the kubelet evicted.",
+    ),
+    Template(
+        "image_pull_waiting",
+        4,
+        P,
+        "max by (pod, container, reason) (\n"
+        f"  max_over_time({WAITING_METRIC}{{{_WORKLOAD_PODS}, "
+        f'reason=~"{"|".join(IMAGE_WAITING_REASONS)}"}}[60m])\n)',
+        "Containers of the workload waiting on an image that cannot be pulled.",
+    ),
+    Template(
+        "priority_classes",
+        4,
+        P,
+        "max by (namespace, pod, uid, priority_class) (\n"
+        f'  {POD_INFO_METRIC}{{cluster="{{cluster_name}}", priority_class!=""}}\n)',
+        "PriorityClass of every pod that has one (the preempted pods and their preemptors).",
+    ),
+    Template(
+        "pod_reasons_raw",
+        4,
+        P,
+        RAW_SELECTORS[EvidenceKind.POD_REASONS] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "memory_raw",
+        4,
+        P,
+        RAW_SELECTORS[EvidenceKind.MEMORY] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
+    ),
+    Template(
+        "pod_info_raw",
+        4,
+        P,
+        RAW_SELECTORS[EvidenceKind.POD_INFO] + "[90m]",
+        "Raw samples the engine reads (evaluate at end_time).",
     ),
     Template(
         "coordinator_logs",
@@ -423,7 +579,7 @@ def fill(text: str, values: Mapping[str, str | None]) -> str:
 
 #: Clauses that pin the namespace: a line of LQL, or one PromQL matcher.
 _NAMESPACE_CLAUSES = (
-    re.compile(r'\nAND [^\n]*="\{namespace\}"'),
+    re.compile(r"\nAND [^\n]*\{namespace\}[^\n]*"),
     re.compile(r', [a-z_]+="\{namespace\}"'),
     re.compile(r'[a-z_]+="\{namespace\}", '),
 )

@@ -6,6 +6,9 @@ whose resource labels name another cluster, an Event about another namespace or 
 series labelled with another cluster, a pod of another namespace or workload, a node
 whose GKE name embeds another cluster. Unlabelled evidence stays (a ``kubectl`` dump
 normally holds one cluster, and a self-managed cluster's node names follow no pattern).
+One exception to the namespace: a pod that preempted one of the workload's pods (named by
+an in-scope ``Preempted`` Event) is kept, with its ``kube_pod_info``, wherever it runs in
+the cluster, since its PriorityClass is part of the evidence.
 
 :func:`resolve` answers, before any verdict, whether the evidence speaks of the workload
 at all, and which kind and namespace it is; it raises :class:`NoEvidence` when it does not.
@@ -19,7 +22,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from loopbreaker.errors import InvalidInput
-from loopbreaker.model import Context, Evidence, NodeInfo, PodInfo, Series, Signal
+from loopbreaker.model import (
+    Context,
+    Evidence,
+    NodeInfo,
+    PodInfo,
+    Series,
+    Signal,
+    SignalKind,
+)
 from loopbreaker.model import WorkloadKind as Kind
 from loopbreaker.timeutil import format_rfc3339
 
@@ -68,7 +79,7 @@ def _label(labels: Mapping[str, str], names: Iterable[str]) -> str | None:
     return next((labels[n] for n in names if labels.get(n)), None)
 
 
-def series_in_scope(series: Series, ctx: Context) -> bool:
+def series_in_scope(series: Series, ctx: Context, *, any_namespace: bool = False) -> bool:
     labels = series.labels
     cluster = _label(labels, CLUSTER_LABELS)
     if cluster is not None and ctx.cluster and cluster != ctx.cluster:
@@ -76,8 +87,36 @@ def series_in_scope(series: Series, ctx: Context) -> bool:
     project = _label(labels, PROJECT_LABELS)
     if project is not None and ctx.project and project != ctx.project:
         return False
+    if any_namespace:
+        return True
     namespace = _label(labels, NAMESPACE_LABELS) or labels.get("job_namespace")
     return namespace is None or ctx.namespace is None or namespace == ctx.namespace
+
+
+@dataclass(frozen=True)
+class Preemptors:
+    """The pods in-scope ``Preempted`` Events name as preemptors (``namespace/name``, uid)."""
+
+    names: frozenset[str] = frozenset()
+    uids: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, signals: Iterable[Signal]) -> Preemptors:
+        found = [s for s in signals if s.kind is SignalKind.PRIORITY_PREEMPTED]
+        return cls(
+            frozenset(s.related_pod for s in found if s.related_pod),
+            frozenset(s.related_uid for s in found if s.related_uid),
+        )
+
+    def pod(self, pod: PodInfo) -> bool:
+        return (pod.uid is not None and pod.uid in self.uids) or (
+            f"{pod.namespace}/{pod.name}" in self.names
+        )
+
+    def series(self, series: Series) -> bool:
+        labels = series.labels
+        named = f"{_label(labels, NAMESPACE_LABELS)}/{labels.get('pod')}"
+        return labels.get("uid") in self.uids or named in self.names
 
 
 def node_cluster(name: str, clusters: Iterable[str]) -> str | None:
@@ -154,6 +193,32 @@ def scope(ctx: Context, ev: Evidence) -> Evidence:
     def series(values: tuple[Series, ...] | None) -> tuple[Series, ...] | None:
         return None if values is None else tuple(s for s in values if series_in_scope(s, ctx))
 
+    signals = (
+        None
+        if ev.signals is None
+        else tuple(s for s in ev.signals if signal_in_scope(s, ctx, others))
+    )
+    preemptors = Preemptors.of(signals or ())
+    pod_info = (
+        None
+        if ev.pod_info is None
+        else tuple(
+            s
+            for s in ev.pod_info
+            if series_in_scope(s, ctx)
+            or (series_in_scope(s, ctx, any_namespace=True) and preemptors.series(s))
+        )
+    )
+    pods = (
+        None
+        if ev.pods is None
+        else tuple(
+            p
+            for p in ev.pods
+            if pod_in_scope(p, ctx, others)
+            or (preemptors.pod(p) and pod_in_scope(replace(p, namespace=None), ctx, others))
+        )
+    )
     return replace(
         ev,
         restarts=series(ev.restarts),
@@ -161,13 +226,14 @@ def scope(ctx: Context, ev: Evidence) -> Evidence:
         node_conditions=series(ev.node_conditions),
         pod_phases=series(ev.pod_phases),
         unschedulable=series(ev.unschedulable),
-        signals=None
-        if ev.signals is None
-        else tuple(s for s in ev.signals if signal_in_scope(s, ctx, others)),
+        pod_reasons=series(ev.pod_reasons),
+        memory=series(ev.memory),
+        pod_info=pod_info,
+        signals=signals,
         nodes=None
         if ev.nodes is None
         else tuple(n for n in ev.nodes if node_in_scope(n, ctx, others)),
-        pods=None if ev.pods is None else tuple(p for p in ev.pods if pod_in_scope(p, ctx, others)),
+        pods=pods,
     )
 
 
@@ -180,14 +246,7 @@ def _kind(value: str | None) -> Kind | None:
 
 def survey(ev: Evidence) -> Survey:
     found = Survey()
-    all_series = (
-        *(ev.restarts or ()),
-        *(ev.interruptions or ()),
-        *(ev.node_conditions or ()),
-        *(ev.pod_phases or ()),
-        *(ev.unschedulable or ()),
-    )
-    for s in all_series:
+    for s in _all_series(ev):
         cluster = _label(s.labels, CLUSTER_LABELS)
         if cluster:
             found.clusters.add(cluster)
@@ -208,19 +267,27 @@ def survey(ev: Evidence) -> Survey:
     return found
 
 
-def _data(ev: Evidence) -> int:
-    """How many items of evidence there are at all."""
-    groups = (
+def _series_groups(ev: Evidence) -> tuple[tuple[Series, ...] | None, ...]:
+    return (
         ev.restarts,
         ev.interruptions,
         ev.node_conditions,
         ev.pod_phases,
         ev.unschedulable,
-        ev.signals,
-        ev.nodes,
-        ev.pods,
+        ev.pod_reasons,
+        ev.memory,
+        ev.pod_info,
     )
-    return sum(len(g) for g in groups if g)
+
+
+def _all_series(ev: Evidence) -> list[Series]:
+    return [s for group in _series_groups(ev) for s in group or ()]
+
+
+def _data(ev: Evidence) -> int:
+    """How many items of evidence there are at all."""
+    groups = (ev.signals, ev.nodes, ev.pods)
+    return len(_all_series(ev)) + sum(len(g) for g in groups if g)
 
 
 def failed_sources(ev: Evidence) -> list[str]:
@@ -244,10 +311,7 @@ def time_span(ev: Evidence) -> tuple[datetime, datetime] | None:
     """The first and last moment of the timed evidence (series samples, log entries)."""
     first: datetime | None = None
     last: datetime | None = None
-    series = (ev.restarts, ev.interruptions, ev.node_conditions, ev.pod_phases, ev.unschedulable)
-    moments = [
-        x.at for group in series for s in group or () for x in s.samples[:1] + s.samples[-1:]
-    ]
+    moments = [x.at for s in _all_series(ev) for x in s.samples[:1] + s.samples[-1:]]
     moments += [sig.timestamp for sig in ev.signals or () if sig.timestamp is not None]
     for moment in moments:
         first = moment if first is None or moment < first else first

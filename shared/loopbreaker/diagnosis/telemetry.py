@@ -5,8 +5,8 @@ Directory layout (every file optional):
   *.jsonl          one LogEntry per line, anywhere under the directory
   */**/*.json      LogEntries in subdirectories, as a log sink writes them to Cloud Storage
   metrics.om       OpenMetrics text with timestamps (seconds), ending in ``# EOF``
-  nodes.json       ``kubectl get nodes -o json``
-  pods.json        ``kubectl get pods -A -o json``
+  nodes.json       ``kubectl get nodes -o json`` (pressure conditions too)
+  pods.json        ``kubectl get pods -A -o json`` (container states, limits, reasons)
   jobs.json        ``kubectl get tfjobs,pytorchjobs -A -o json`` (their Restarting condition)
 """
 
@@ -50,6 +50,13 @@ METRIC_KINDS: dict[str, EvidenceKind] = {
     "kubernetes_io:node_status_condition": EvidenceKind.NODE_CONDITIONS,
     "kube_pod_status_phase": EvidenceKind.POD_PHASES,
     "kubernetes_io:pod_status_unschedulable": EvidenceKind.UNSCHEDULABLE,
+    "kube_pod_container_status_last_terminated_reason": EvidenceKind.POD_REASONS,
+    "kube_pod_container_status_terminated_reason": EvidenceKind.POD_REASONS,
+    "kube_pod_container_status_waiting_reason": EvidenceKind.POD_REASONS,
+    "kube_pod_status_reason": EvidenceKind.POD_REASONS,
+    "container_memory_working_set_bytes": EvidenceKind.MEMORY,
+    "kube_pod_container_resource_limits": EvidenceKind.MEMORY,
+    "kube_pod_info": EvidenceKind.POD_INFO,
 }
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"

@@ -49,6 +49,41 @@ AUDIT_METHODS: dict[str, SignalKind] = {
     "compute.instances.guestTerminate": SignalKind.GUEST_TERMINATE,
 }
 
+# Kubernetes Events that stop the workload's pods without a fault of their VM.
+#: The scheduler evicts a lower-priority pod for a higher one (``related`` = preemptor).
+PREEMPTED_REASON = "Preempted"
+#: The kubelet's eviction manager, when its node runs short of a resource.
+EVICTED_REASON = "Evicted"
+#: Node Events of the kubelet (and node-problem-detector's OOMKilling) under pressure.
+NODE_PRESSURE_REASONS = (
+    "EvictionThresholdMet",
+    "NodeHasInsufficientMemory",
+    "NodeHasDiskPressure",
+    "NodeHasInsufficientPID",
+)
+NODE_OOM_REASON = "OOMKilling"
+#: Pod Events of the kubelet whose message may be an image pull failure.
+IMAGE_EVENT_REASONS = ("Failed", "BackOff", "ErrImageNeverPull", "InspectFailed")
+#: What those messages say when the image is the problem (kubelet ``images`` package).
+IMAGE_PULL_PHRASES = (
+    "Failed to pull image",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "Back-off pulling image",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+)
+#: Kernel lines of an OOM kill (``oom-kill:`` names the memory cgroup, hence the pod).
+OOM_KILL_PHRASES = ("oom-kill:", "Memory cgroup out of memory", "Out of memory: Killed process")
+#: Kubernetes audit methods whose pod status can say a container was ``OOMKilled``: the
+#: kubelet's status patches, and the pod (with its labels) as it is deleted.
+POD_AUDIT_METHODS = (
+    "io.k8s.core.v1.pods.status.patch",
+    "io.k8s.core.v1.pods.status.update",
+    "io.k8s.core.v1.pods.delete",
+)
+OOM_KILLED_REASON = "OOMKilled"
+
 # TFJobRestarting, PyTorchJobRestarting, the operator's generic JobRestarting.
 _JOB_RESTARTING = re.compile(r"^(?:[A-Za-z]*Job)?Restarting$")
 _TERMINATION_REASON = re.compile(r"terminated due to:?\s*(?P<reason>[^.\n]+)", re.I)
@@ -91,6 +126,11 @@ _TEXT_RULES: tuple[tuple[SignalKind, re.Pattern[str], bool], ...] = (
         re.compile(r"\bFailedScheduling\b|\d+/\d+ nodes are available:[^\n]*Insufficient", re.I),
         True,
     ),
+    (
+        SignalKind.OOM_KILLED,
+        re.compile(r"\boom-kill:|Memory cgroup out of memory|Out of memory: Killed process", re.I),
+        False,
+    ),
     (SignalKind.NODE_NOT_READY, re.compile(r"\bNodeNotReady\b"), False),
     (SignalKind.KERNEL_PANIC, re.compile(r"kernel panic", re.I), False),
     (SignalKind.KERNEL_BUG, re.compile(r"\bBUG: "), False),
@@ -127,6 +167,7 @@ _GUARDS: dict[SignalKind, tuple[str, ...]] = {
     SignalKind.WORKER_CRASH: ("childfailederror", "child process ", "died with exit code"),
     SignalKind.CONNECTION_RESET: ("connection reset by peer",),
     SignalKind.UNSCHEDULABLE: ("failedscheduling", "nodes are available"),
+    SignalKind.OOM_KILLED: ("oom-kill:", "memory cgroup out of memory", "out of memory: killed"),
     SignalKind.NODE_NOT_READY: ("nodenotready",),
     SignalKind.KERNEL_PANIC: ("kernel panic",),
     SignalKind.KERNEL_BUG: ("bug: ",),
@@ -159,6 +200,17 @@ _NODE_GUARDS = ("node '", "status is now", None)
 _POOL_IN_TEXT = re.compile(r"node pool '(?P<pool>[^']+)'", re.I)
 _INSTANCE = re.compile(r"(?:^|/)zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)$")
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
+# A pod's memory cgroup (cgroupfs ``/kubepods/burstable/pod<uid>/<id>``, systemd
+# ``kubepods-burstable-pod<uid with _>.slice``) in an oom-kill line.
+_MEMCG_POD = re.compile(
+    r"(?:task_memcg|oom_memcg)=[^,\s]*?pod(?P<uid>[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}"
+    r"[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
+)
+_PREEMPTED_ON_NODE = re.compile(r"\bon node (?P<node>[a-z0-9][a-z0-9.-]*)")
+# The registry's answer in a kubelet pull failure: an HTTP status, else the gRPC code.
+_PULL_HTTP = re.compile(r"\b(?P<status>[45]\d\d [A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)*)")
+_PULL_CODE = re.compile(r"\bcode = (?P<code>[A-Za-z]+)")
+_AUDIT_POD = re.compile(r"^core/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)(?:/status)?$")
 
 
 def classify(entry: object) -> Signal:
@@ -276,6 +328,8 @@ def _classify_payload(
                 fields["location"] = fields["location"] or match["zone"]
         status = proto_payload.get("status")
         status_msg = status.get("message") if isinstance(status, Mapping) else None
+        if isinstance(method, str) and method in POD_AUDIT_METHODS:
+            return _pod_audit(proto_payload, fields)
         if isinstance(method, str):
             summary = method if not isinstance(status_msg, str) else f"{method}: {status_msg}"
             kind = AUDIT_METHODS.get(method)
@@ -286,7 +340,9 @@ def _classify_payload(
 
     text = text_payload or ""
     if json_payload is not None:
-        event_kind = _event_kind(json_payload, fields)
+        # A container's own stdout is the workload's to write: a JSON line shaped like a
+        # Kubernetes Event there is text, never an Event about a node or pod.
+        event_kind = None if resource_type == "k8s_container" else _event_kind(json_payload, fields)
         if event_kind is not None:
             return event_kind
         text = _json_text(json_payload)
@@ -321,6 +377,11 @@ def _classify_payload(
                 kind = SignalKind.PREEMPTION
             elif "maintenance" in lowered:
                 kind = SignalKind.MAINTENANCE
+        elif kind is SignalKind.OOM_KILLED:
+            memcg = _MEMCG_POD.search(line)
+            if memcg:
+                fields["pod_uid"] = memcg["uid"].replace("_", "-")
+            reason = "oom-kill" if memcg else "OOMKilling"
         return kind, line, reason
     return SignalKind.UNRECOGNIZED, text, None
 
@@ -343,6 +404,8 @@ def _event_kind(
             fields["node"] = fields["node"] or obj_name
         elif obj_kind == "Pod":
             fields["pod"] = fields["pod"] or obj_name
+            uid = involved.get("uid")
+            fields["pod_uid"] = uid if isinstance(uid, str) and uid else None
         elif obj_kind == "JobSet" or (isinstance(obj_kind, str) and obj_kind.endswith("Job")):
             fields["workload"] = fields["workload"] or obj_name
             kind = WorkloadKind.from_api_kind(obj_kind)
@@ -352,6 +415,11 @@ def _event_kind(
     line = f"{reason}: {message}" if message else reason
     if reason == "NodeNotReady":
         return SignalKind.NODE_NOT_READY, line, reason
+    pod_fault = _pod_fault_event(reason, obj_kind, message, payload, fields)
+    if pod_fault is SignalKind.IMAGE_PULL_FAILED:
+        return pod_fault, line, pull_error(message) or reason
+    if pod_fault is not None:
+        return pod_fault, line, reason
     if reason in ("FailedScheduling", "NotTriggerScaleUp"):
         return SignalKind.UNSCHEDULABLE, line, reason
     if _JOB_RESTARTING.match(reason) and obj_kind != "Pod":
@@ -359,6 +427,128 @@ def _event_kind(
             kind = WorkloadKind.from_api_kind(reason[: -len("Restarting")])
             fields["workload_kind"] = kind.value if kind else None
         return SignalKind.JOB_RESTARTING, line, reason
+    return None
+
+
+def _pod_fault_event(
+    reason: str, obj_kind: object, message: str, payload: Mapping[str, Any], fields: dict[str, Any]
+) -> SignalKind | None:
+    """Preempted and Evicted pods, image pull failures, nodes under pressure."""
+    if obj_kind == "Node":
+        if reason in NODE_PRESSURE_REASONS:
+            return SignalKind.NODE_PRESSURE
+        return SignalKind.OOM_KILLED if reason == NODE_OOM_REASON else None
+    if obj_kind != "Pod":
+        return None
+    source = payload.get("source")
+    host = source.get("host") if isinstance(source, Mapping) else None
+    if reason == PREEMPTED_REASON:
+        # "Preempted by pod <uid> on node <node>": the victim's node.
+        on_node = _PREEMPTED_ON_NODE.search(message)
+        if on_node:
+            fields["node"] = fields["node"] or on_node["node"]
+        related = payload.get("related")
+        if isinstance(related, Mapping) and related.get("kind") in (None, "Pod"):
+            name, namespace, uid = related.get("name"), related.get("namespace"), related.get("uid")
+            if isinstance(name, str) and name:
+                fields["related_pod"] = (
+                    f"{namespace}/{name}" if isinstance(namespace, str) else name
+                )
+            fields["related_uid"] = uid if isinstance(uid, str) and uid else None
+        return SignalKind.PRIORITY_PREEMPTED
+    if reason == EVICTED_REASON:
+        # The kubelet that evicted the pod reports from its node.
+        fields["node"] = fields["node"] or (host if isinstance(host, str) and host else None)
+        return SignalKind.EVICTED
+    if reason in IMAGE_EVENT_REASONS and any(p in message for p in IMAGE_PULL_PHRASES):
+        fields["node"] = fields["node"] or (host if isinstance(host, str) and host else None)
+        return SignalKind.IMAGE_PULL_FAILED
+    return None
+
+
+def pull_error(message: str) -> str | None:
+    """The registry's answer in a kubelet image pull failure (``403 Forbidden``,
+    ``NotFound``), from the whole message: an excerpt may cut it off."""
+    status = _PULL_HTTP.search(message)
+    if status:
+        return status["status"]
+    code = _PULL_CODE.search(message)
+    if code and code["code"] != "Unknown":
+        return code["code"]
+    return "not found" if message.rstrip().endswith("not found") else None
+
+
+def _pod_audit(
+    proto: Mapping[str, Any], fields: dict[str, Any]
+) -> tuple[SignalKind, str, str | None]:
+    """A Kubernetes audit entry about a pod: ``OOMKilled`` when a container of the pod
+    status it carries (the kubelet's patch, or the pod as it was deleted) says so."""
+    method = str(proto.get("methodName"))
+    name = proto.get("resourceName")
+    match = _AUDIT_POD.match(name) if isinstance(name, str) else None
+    if match:
+        fields["namespace"] = fields["namespace"] or match["ns"]
+        fields["pod"] = fields["pod"] or match["pod"]
+    pods = [p for p in (proto.get("request"), proto.get("response")) if isinstance(p, Mapping)]
+    for pod in pods:
+        meta = pod.get("metadata")
+        if not isinstance(meta, Mapping):
+            continue
+        uid = meta.get("uid")
+        if isinstance(uid, str) and uid:
+            fields["pod_uid"] = uid
+        labels = meta.get("labels")
+        if isinstance(labels, Mapping) and not fields.get("workload"):
+            _workload_fields(
+                {
+                    f"k8s-pod/{k.replace('.', '_')}": v
+                    for k, v in labels.items()
+                    if isinstance(v, str)
+                },
+                fields,
+            )
+    for pod in pods:
+        status = pod.get("status")
+        statuses = status.get("containerStatuses") if isinstance(status, Mapping) else None
+        for container in statuses if isinstance(statuses, list) else []:
+            killed = _oom_termination(container)
+            if killed is None:
+                continue
+            name = container.get("name")
+            if isinstance(name, str):
+                fields["container"] = name
+            code = killed.get("exitCode")
+            limit = _memory_limit(pod, name)
+            text = (
+                f"{method}: container {name}{f' (memory limit {limit})' if limit else ''} of "
+                f"pod {fields['namespace']}/{fields['pod']} terminated: OOMKilled (exit code "
+                f"{code})"
+            )
+            return SignalKind.OOM_KILLED, text, OOM_KILLED_REASON
+    return SignalKind.UNRECOGNIZED, method, None
+
+
+def _memory_limit(pod: Mapping[str, Any], container: object) -> str | None:
+    """``resources.limits.memory`` of the container, when the pod's spec is in the entry."""
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    for c in containers if isinstance(containers, list) else []:
+        if isinstance(c, Mapping) and c.get("name") == container:
+            resources = c.get("resources")
+            limits = resources.get("limits") if isinstance(resources, Mapping) else None
+            value = limits.get("memory") if isinstance(limits, Mapping) else None
+            return value if isinstance(value, str) and value else None
+    return None
+
+
+def _oom_termination(container: object) -> Mapping[str, Any] | None:
+    if not isinstance(container, Mapping):
+        return None
+    for key in ("state", "lastState"):
+        state = container.get(key)
+        terminated = state.get("terminated") if isinstance(state, Mapping) else None
+        if isinstance(terminated, Mapping) and terminated.get("reason") == OOM_KILLED_REASON:
+            return terminated
     return None
 
 

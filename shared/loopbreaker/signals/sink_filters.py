@@ -12,7 +12,19 @@ import json
 from pathlib import Path
 
 from loopbreaker.model import SignalKind
-from loopbreaker.signals.classify import AUDIT_METHODS, NODE_FAULT_PHRASES
+from loopbreaker.signals.classify import (
+    AUDIT_METHODS,
+    EVICTED_REASON,
+    IMAGE_EVENT_REASONS,
+    IMAGE_PULL_PHRASES,
+    NODE_FAULT_PHRASES,
+    NODE_OOM_REASON,
+    NODE_PRESSURE_REASONS,
+    OOM_KILL_PHRASES,
+    OOM_KILLED_REASON,
+    POD_AUDIT_METHODS,
+    PREEMPTED_REASON,
+)
 
 # The classifier's own lists: a phrase or audit method it learns is exported too.
 _NODE_FAULTS = NODE_FAULT_PHRASES
@@ -31,7 +43,15 @@ _TRAINING_LABELS = (
     "k8s-pod/jobset_sigs_k8s_io/jobset-name",
     "k8s-pod/training_kubeflow_org/job-name",
 )
-_EVENT_REASONS = ("FailedScheduling", "TFJobRestarting", "PyTorchJobRestarting", "JobRestarting")
+# "Restarting" is the JobSet controller's Warning on the JobSet ("restarting jobset,
+# attempt N"); the others are the Kubeflow operator's.
+_EVENT_REASONS = (
+    "FailedScheduling",
+    "TFJobRestarting",
+    "PyTorchJobRestarting",
+    "JobRestarting",
+    "Restarting",
+)
 
 
 def _any(terms: tuple[str, ...]) -> str:
@@ -61,6 +81,27 @@ FILTERS: dict[str, str] = {
         'resource.type=("k8s_pod" OR "k8s_cluster")\n'
         'AND logName:"/logs/events"\n'
         f'AND (jsonPayload.reason={_any(_EVENT_REASONS)} OR "Insufficient")'
+    ),
+    # The workload's pods stopped by the scheduler, the kubelet or the registry.
+    "pod-faults": (
+        'resource.type="k8s_pod"\n'
+        'AND logName:"/logs/events"\n'
+        f"AND (jsonPayload.reason={_any((PREEMPTED_REASON, EVICTED_REASON))}"
+        f" OR (jsonPayload.reason={_any(IMAGE_EVENT_REASONS)} AND {_any(IMAGE_PULL_PHRASES)}))"
+    ),
+    # Nodes short of memory, disk or PIDs, and the kernel's OOM kills on them.
+    "node-pressure": (
+        'resource.type="k8s_node"\n'
+        "AND (jsonPayload.reason="
+        f"{_any((*NODE_PRESSURE_REASONS, NODE_OOM_REASON))} OR {_any(OOM_KILL_PHRASES)})"
+    ),
+    # Containers the kernel killed at their memory limit, as the Kubernetes audit log
+    # records the pod status (kubelet patches; the pod, with its labels, when deleted).
+    "oom-killed": (
+        'logName:"cloudaudit.googleapis.com%2Factivity"\n'
+        'AND resource.type="k8s_cluster"\n'
+        f"AND protoPayload.methodName={_any(POD_AUDIT_METHODS)}\n"
+        f'AND "{OOM_KILLED_REASON}"'
     ),
 }
 
@@ -99,6 +140,11 @@ KINDS: dict[str, frozenset[SignalKind]] = {
         }
     ),
     "scheduling-and-restarts": frozenset({SignalKind.UNSCHEDULABLE, SignalKind.JOB_RESTARTING}),
+    "pod-faults": frozenset(
+        {SignalKind.PRIORITY_PREEMPTED, SignalKind.EVICTED, SignalKind.IMAGE_PULL_FAILED}
+    ),
+    "node-pressure": frozenset({SignalKind.NODE_PRESSURE, SignalKind.OOM_KILLED}),
+    "oom-killed": frozenset({SignalKind.OOM_KILLED}),
 }
 
 TERRAFORM_FILE = Path("infra") / "terraform" / "log-filters.json"

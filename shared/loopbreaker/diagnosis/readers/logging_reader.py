@@ -1,7 +1,7 @@
 """Cloud Logging reader: the workflow's LQL filters over the window, via google-cloud-logging.
 
 Filters run in a fixed order so that the entry cap never starves the decisive ones:
-node-pool and Compute system events, node faults, scheduling, then the coordinator
+node-pool and Compute system events, node faults, pod events, OOM kills, then the coordinator
 (worker 0 of slice 0) before every other worker. The REST transport is used (not gRPC) so
 that the same code path runs against a local fake in tests.
 """
@@ -33,6 +33,7 @@ LOG_QUERY_ORDER = (
     "system_events",
     "node_fault_logs",
     "scheduling_events",
+    "oom_audit",
     "coordinator_logs",
     "worker_logs",
 )

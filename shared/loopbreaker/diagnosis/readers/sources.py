@@ -2,7 +2,8 @@
 
 Per kind of evidence, first match wins:
 
-    metrics (restarts, interruptions, node_conditions, pod_phases, unschedulable)
+    metrics (restarts, interruptions, node_conditions, pod_phases, unschedulable,
+             pod_reasons, memory, pod_info)
         --prometheus-url URL            explicit: wins over metrics.om
         --managed-prometheus on         explicit: Managed Prometheus of --project
         metrics.om in --telemetry DIR
@@ -64,6 +65,9 @@ METRIC_KINDS = (
     EvidenceKind.NODE_CONDITIONS,
     EvidenceKind.POD_PHASES,
     EvidenceKind.UNSCHEDULABLE,
+    EvidenceKind.POD_REASONS,
+    EvidenceKind.MEMORY,
+    EvidenceKind.POD_INFO,
 )
 _METRIC_ATTR = {
     EvidenceKind.RESTARTS: "restarts",
@@ -71,6 +75,9 @@ _METRIC_ATTR = {
     EvidenceKind.NODE_CONDITIONS: "node_conditions",
     EvidenceKind.POD_PHASES: "pod_phases",
     EvidenceKind.UNSCHEDULABLE: "unschedulable",
+    EvidenceKind.POD_REASONS: "pod_reasons",
+    EvidenceKind.MEMORY: "memory",
+    EvidenceKind.POD_INFO: "pod_info",
 }
 #: Per-request timeout of the live readers, in seconds (``--source-timeout``).
 DEFAULT_SOURCE_TIMEOUT = 30.0
@@ -367,6 +374,9 @@ def gather(
         node_conditions=values.get("node_conditions"),
         pod_phases=values.get("pod_phases"),
         unschedulable=values.get("unschedulable"),
+        pod_reasons=values.get("pod_reasons"),
+        memory=values.get("memory"),
+        pod_info=values.get("pod_info"),
         signals=values.get("signals"),
         nodes=values.get("nodes"),
         pods=values.get("pods"),

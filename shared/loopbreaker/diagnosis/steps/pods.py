@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -31,9 +31,11 @@ from loopbreaker.model import (
 class Pods:
     capacity: bool
     application: bool
+    #: The first deciding application fault line (for the order of causes).
+    application_at: datetime | None = None
 
 
-class _PodOwner:
+class PodOwner:
     """Decides whether a pod belongs to the workload.
 
     Names alone are ambiguous (``train-eval-w-0-0-x`` may be a pod of ``train``), so pods
@@ -65,9 +67,16 @@ class _PodOwner:
 
 
 def step4(
-    ctx: Context, ev: Evidence, signals: Sequence[Signal], th: Thresholds, notes: Notes
+    ctx: Context,
+    ev: Evidence,
+    signals: Sequence[Signal],
+    th: Thresholds,
+    notes: Notes,
+    *,
+    waiting_on_image: Collection[str] = (),
 ) -> Pods:
-    owns = _PodOwner(ctx, ev)
+    """``waiting_on_image``: pods scheduled and Pending on an image pull, not on capacity."""
+    owns = PodOwner(ctx, ev)
     unschedulable: set[str] = set()
     for series in ev.unschedulable or ():
         pod = series.labels.get("pod_name", "")
@@ -87,6 +96,7 @@ def step4(
         )
 
     long_pending = _long_pending(ctx, ev.pod_phases or (), th.pending_for, owns)
+    long_pending -= set(waiting_on_image)
     if long_pending:
         notes.add(
             4,
@@ -174,7 +184,8 @@ def step4(
             RootCause.APPLICATION,
             supports=False,
         )
-    return Pods(capacity, bool(deciding))
+    times = [s.timestamp for s in deciding if s.timestamp is not None]
+    return Pods(capacity, bool(deciding), min(times) if times else None)
 
 
 MAINTENANCE_POLICY = {
@@ -186,7 +197,7 @@ MAINTENANCE_POLICY = {
 
 
 def _long_pending(
-    ctx: Context, series: Iterable[Series], minimum: timedelta, owns: _PodOwner
+    ctx: Context, series: Iterable[Series], minimum: timedelta, owns: PodOwner
 ) -> set[str]:
     found: set[str] = set()
     for s in series:
