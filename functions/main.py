@@ -19,10 +19,13 @@ Targets:
                 drain, delete the VM (or report its host), file the support case. Dry run
                 unless LOOPBREAKER_DRY_RUN=false. Its own service account.
 
-Bad input (not base64, not JSON, not a LogEntry, another event type) is logged once at
-ERROR with its messageId and acknowledged by returning normally; a TransientError is
-raised so Pub/Sub redelivers. Settings are validated at import (a bad LOOPBREAKER_* value
-stops the instance from starting); clients are built on the first call.
+Bad input (not base64, not JSON, nested too deep, a number too long, text that is not
+valid Unicode, not a LogEntry, another event type) is logged once at ERROR with its
+messageId and acknowledged by returning normally; the HTTP functions answer 4xx naming
+the problem. Only a TransientError answers 5xx (without a traceback: it is logged once
+as a retry), so Pub/Sub redelivers. A body functions-framework itself cannot read as a
+CloudEvent gets 400 and one ERROR line. Settings are validated at import (a bad
+LOOPBREAKER_* value stops the instance from starting); clients are built on the first call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from typing import Any, TypeVar
 
 import functions_framework
 from cloudevents.http import CloudEvent
+from werkzeug.exceptions import HTTPException
 
+import loopbreaker
 from loopbreaker import logs
 from loopbreaker.app.bootstrap import (
     build_alert_webhook,
@@ -45,7 +50,8 @@ from loopbreaker.app.bootstrap import (
     build_responder,
 )
 from loopbreaker.app.settings import Runtime, Settings, load_settings
-from loopbreaker.errors import InvalidInput
+from loopbreaker.errors import InvalidInput, TransientError
+from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.signals.envelope import UndecodableMessage, from_cloud_event
 
 SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
@@ -56,6 +62,8 @@ _built: dict[Callable[[Settings], Any], Any] = {}
 _lock = threading.RLock()
 _JSON = {"Content-Type": "application/json"}
 T = TypeVar("T")
+#: Where loopbreaker's own code lives: an exception raised there is ours, not the framework's.
+_OURS = (os.path.dirname(loopbreaker.__file__), os.path.abspath(__file__))
 
 
 def _once(build: Callable[[Settings], T]) -> T:
@@ -88,7 +96,7 @@ def on_schedule(request: Any) -> tuple[str, int, dict[str, str]]:
 def on_chat_action(request: Any) -> tuple[str, int, dict[str, str]]:
     # The raw bytes: Slack's signature covers the body exactly as sent, before any parsing.
     reply = _once(build_chat_actions).handle(dict(request.headers), request.get_data(cache=True))
-    return reply.json(), reply.status, _JSON
+    return reply.json(), reply.status, {**_JSON, **reply.headers}
 
 
 def _alert_webhook(settings: Settings) -> Any:
@@ -118,10 +126,20 @@ def on_remediation_request(cloud_event: CloudEvent) -> None:
             logging.ERROR,
             f"rejected remediation request: {exc}",
             event="remediation_request_rejected",
-            message_id=getattr(exc, "message_id", None) or cloud_event.get("id"),
+            message_id=getattr(exc, "message_id", None) or _event_id(cloud_event),
             reason=str(exc),
         )
         return
+    except TransientError as exc:
+        logs.event(
+            logs.get_logger("remediation"),
+            logging.ERROR,
+            f"remediation request will be retried: {exc}",
+            event="remediation_request_retry",
+            message_id=_event_id(cloud_event),
+            reason=str(exc),
+        )
+        raise
     logs.event(
         logs.get_logger("remediation"),
         logging.INFO,
@@ -130,3 +148,43 @@ def on_remediation_request(cloud_event: CloudEvent) -> None:
         event="remediation_request_done",
         result=report.result.value,
     )
+
+
+def _event_id(cloud_event: CloudEvent) -> str | None:
+    event_id = cloud_event.get("id")
+    return escape_surrogates(str(event_id)) if event_id is not None else None
+
+
+@functions_framework.errorhandler(Exception)
+def _unhandled(exc: Exception) -> Any:
+    """What escapes a function: HTTP errors as they are, a TransientError as a 5xx for the
+    retry (its one log line is written already), and a request that functions-framework
+    or the CloudEvents SDK could not read (a structured event nested too deep, a number
+    too long, not UTF-8) as a 400 with one log line. Anything raised in loopbreaker's own
+    code is a bug: re-raised, so Flask logs it with its traceback and answers 500."""
+    if isinstance(exc, HTTPException):
+        return exc
+    if isinstance(exc, TransientError):
+        return json.dumps({"error": "temporarily unavailable", "reason": str(exc)}), 500, _JSON
+    if _raised_in_our_code(exc):
+        raise exc
+    reason = escape_surrogates(f"{type(exc).__name__}: {exc}")[:300]
+    if isinstance(exc, RecursionError):
+        reason = "the request nests too deeply to read"
+    logs.event(
+        logs.get_logger("functions"),
+        logging.ERROR,
+        f"rejected a request functions-framework could not read: {reason}",
+        event="request_rejected",
+        reason=reason,
+    )
+    return json.dumps({"error": f"not a readable request: {reason}"}), 400, _JSON
+
+
+def _raised_in_our_code(exc: BaseException) -> bool:
+    frame = exc.__traceback__
+    while frame is not None:
+        if os.path.abspath(frame.tb_frame.f_code.co_filename).startswith(_OURS):
+            return True
+        frame = frame.tb_next
+    return False

@@ -100,7 +100,7 @@ def test_a_kept_store_counts_a_second_replay_as_redelivery(tmp_path: Path) -> No
     assert all(i["diagnoses"] == 1 for i in again["incidents"])
 
 
-def test_text_summary_on_stdout_and_json_logs_on_stderr() -> None:
+def test_text_summary_on_stdout_and_nothing_per_entry_on_stderr() -> None:
     done = cli(str(JSONL))
     assert done.returncode == 0
     assert done.stdout.startswith(
@@ -108,9 +108,24 @@ def test_text_summary_on_stdout_and_json_logs_on_stderr() -> None:
         "24 duplicates, 5 rejected."
     )
     assert POOL_KEY in done.stdout
+    # The summary lists the rejections; at the default verbosity no line per entry.
+    assert done.stderr == ""
+
+
+def test_verbose_json_logs_have_one_info_line_per_rejection() -> None:
+    done = subprocess.run(
+        [str(CLI), "-v", "--log-format", "json", "replay", str(JSONL)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines()]
-    assert {line["severity"] for line in lines} <= {"INFO", "WARNING", "ERROR"}
-    assert sum(line.get("event") == "entry_rejected" for line in lines) == 5
+    assert {line["severity"] for line in lines} <= {"INFO", "WARNING"}
+    rejected = [line for line in lines if line.get("event") == "entry_rejected"]
+    assert len(rejected) == 5 and {line["severity"] for line in rejected} == {"INFO"}
     assert sum(line.get("event") == "notification" for line in lines) == 2
 
 
@@ -248,3 +263,124 @@ def test_replay_takes_a_workload_kind_and_refuses_an_unknown_one() -> None:
     assert cli(str(JSONL), "--workload-kind", "pytorchjob").returncode == 0
     done = cli(str(JSONL), "--workload-kind", "mpijob")
     assert done.returncode == 2 and "--workload-kind" in done.stderr
+
+
+# --- dead letters: the seven payloads of issue 22 among good entries --------------------------
+
+
+def _dead_letters() -> tuple[list[dict[str, Any]], dict[int, tuple[str, str]]]:
+    """A `gcloud pubsub subscriptions pull --format=json` of the dead-letter subscription:
+    good sink messages with the seven crash payloads between them. Returns the pulled
+    messages and, by index, each bad one's name and the words its rejection must say."""
+    from test_hostile_input import _message, host_error_entry, render, seven_dead_letters
+
+    pulled: list[dict[str, Any]] = []
+    bad: dict[int, tuple[str, str]] = {}
+    for number, (name, message, words) in enumerate(seven_dead_letters()):
+        entry = host_error_entry(f"good-{number}", f"gke-c-dead-1a2b3c4d-{number:04x}", number)
+        pulled.append(
+            {"ackId": f"ack-good-{number}", "message": _message(render(entry), str(900 + number))}
+        )
+        bad[len(pulled)] = (name, words)
+        pulled.append({"ackId": f"ack-{name}", "message": message})
+    last = host_error_entry("good-last", "gke-c-dead-1a2b3c4d-00ff", 30)
+    pulled.append({"ackId": "ack-good-last", "message": _message(render(last), "999")})
+    return pulled, bad
+
+
+@pytest.mark.parametrize("layout", ["array", "json-lines"])
+def test_a_dead_letter_file_with_the_seven_crash_payloads_is_replayed_to_the_end(
+    tmp_path: Path, layout: str
+) -> None:
+    from test_hostile_input import render
+
+    pulled, bad = _dead_letters()
+    if layout == "array":
+        path = tmp_path / "dead.json"
+        path.write_bytes(b"[\n" + b",\n".join(render(p) for p in pulled) + b"\n]\n")
+    else:
+        path = tmp_path / "dead.jsonl"
+        path.write_bytes(b"".join(render(p) + b"\n" for p in pulled))
+    result = replay_json(str(path))
+    assert result["read"] == len(pulled) == 15
+    # Every good entry made it, into the one pool incident they share.
+    assert result["accepted"] == 8 and result["duplicates"] == 0
+    [incident] = result["incidents"]
+    assert incident["signal_count"] == 8 and incident["key"] == "hostile-project/-/pool/gke-c-dead"
+    # Each bad one is rejected with its position and what is wrong with it.
+    rejected = {r["index"]: r for r in result["rejected"]}
+    assert set(rejected) == set(bad)
+    for index, (name, words) in bad.items():
+        position = f"dead.json[{index}]" if layout == "array" else f"dead.jsonl:{index + 1}"
+        assert rejected[index]["source"].endswith(position), (name, rejected[index])
+        assert words in rejected[index]["reason"], (name, rejected[index])
+    assert result["rejected_total"] == 7 and result["unreadable"] == []
+
+
+def test_a_file_broken_half_way_is_replayed_up_to_the_break_and_the_next_file_too(
+    tmp_path: Path,
+) -> None:
+    lines = JSONL.read_text().splitlines()
+    broken = tmp_path / "broken.json"
+    broken.write_text("[" + ",".join(lines[:10]) + ', {"cut')
+    done = cli(str(broken), str(PUSH), "--format", "json")
+    assert done.returncode == 2
+    assert "broken.json: not valid JSON or JSON Lines" in done.stderr
+    assert "Traceback" not in done.stderr
+    result = json.loads(done.stdout)
+    assert result["read"] == 11 + 353
+    [unreadable] = result["unreadable"]
+    assert unreadable.endswith("(at " + str(broken) + "[10])")
+    assert {i["key"] for i in result["incidents"]} == {POOL_KEY, JOBSET_KEY}
+
+
+def test_a_cloud_storage_sink_directory_is_replayed(tmp_path: Path) -> None:
+    good = []
+    for line in JSONL.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # the storm's deliberately broken lines
+        stamp = entry.get("timestamp") if isinstance(entry, dict) else None
+        if isinstance(stamp, str) and stamp[:2] == "20" and isinstance(entry.get("logName"), str):
+            good.append(entry)
+    by_hour: dict[tuple[str, str], list[str]] = {}
+    for entry in good:
+        log_id = str(entry["logName"]).rsplit("/", 1)[1]
+        key = (log_id, str(entry["timestamp"])[:13])
+        by_hour.setdefault(key, []).append(json.dumps(entry))
+    for (log_id, hour), lines in by_hour.items():
+        day, h = hour.split("T")
+        path = tmp_path / log_id / day.replace("-", "/") / f"{h}:00:00_{h}:59:59_S0.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+    result = replay_json(str(tmp_path))
+    assert result["read"] == len(good)
+    assert {i["key"] for i in result["incidents"]} == {POOL_KEY, JOBSET_KEY}
+
+
+# --- issue 20: a storm of OOM kills in one JobSet -------------------------------------------
+
+OOM_STORM = EVENTS / "oom-storm.jsonl"
+OOM_KEY = "example-project/a3-train-usc1/workload/llm/mistral-7b-sft"
+
+
+def test_a_storm_of_oom_kills_in_one_jobset_is_one_incident_that_asks_no_approval() -> None:
+    result = replay_json(str(OOM_STORM))
+    assert result["read"] == 57 and result["duplicates"] == 6 and result["rejected"] == []
+    # The kubelet's status patches name only the pod: remembered, but they open nothing.
+    assert result["ignored"] == 24
+    [incident] = result["incidents"]
+    assert incident["key"] == OOM_KEY
+    assert incident["counts"] == {"job_restarting": 3, "oom_killed": 24}
+    assert (incident["root_cause"], incident["remediation_path"]) == (
+        "out_of_memory",
+        "fix_memory",
+    )
+    # Approval is for isolating a host only: the incident is diagnosed, nothing waits.
+    assert incident["requires_approval"] is False
+    assert incident["state"] == "diagnosed"
+    assert incident["approval"] is None and incident["expires_at"] is None
+    assert incident["suspect_hosts"] == []
+    assert "container trainer was OOM-killed (limit 160Gi)" in incident["summary"]
+    assert incident["diagnoses"] == 1 and incident["notifications"] == 1

@@ -1,4 +1,9 @@
-"""Grouping keys and dedup ids: which incident a signal may join (pure)."""
+"""Grouping keys and dedup ids: which incident a signal may join (pure).
+
+Every identifier is hashed and stored as valid UTF-8: the decoders refuse lone
+surrogates, and whatever text reaches this module another way is escaped the one
+consistent way (:func:`loopbreaker.signals.decode.escape_surrogates`) first.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from loopbreaker.model import (
     Signal,
     SignalKind,
 )
+from loopbreaker.signals.decode import escape_surrogates
 
 # Signals about the application are grouped by workload; everything else by where it ran.
 _WORKLOAD_KINDS = WORKLOAD_FAULT_KINDS | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
@@ -27,7 +33,7 @@ def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey |
     def key(scope: Scope, name: str) -> IncidentKey:
         # Audit entries name no cluster: scopes unique without one meet across sinks.
         cluster = signal.cluster if scope in CLUSTER_SCOPES else None
-        return IncidentKey(project, cluster, scope, name)
+        return IncidentKey(_text(project), _text(cluster), scope, escape_surrogates(name))
 
     workload = workload_name(signal)
     if signal.kind in _WORKLOAD_KINDS and workload:
@@ -84,12 +90,13 @@ def entry_id(entry: Mapping[str, Any]) -> str:
     insert_id = entry.get("insertId")
     if isinstance(insert_id, str) and insert_id:
         stamp = entry.get("timestamp")
-        return "e-" + digest(f"{entry.get('logName')}\n{stamp}\n{insert_id}")
+        return "e-" + digest(escape_surrogates(f"{entry.get('logName')}\n{stamp}\n{insert_id}"))
+    # ASCII (ensure_ascii): lone surrogates come out as escapes, never raw.
     return "e-" + digest(json.dumps(entry, sort_keys=True, default=str))
 
 
 def message_dedup_id(message_id: str) -> str:
-    return "m-" + digest(message_id)
+    return "m-" + digest(escape_surrogates(message_id))
 
 
 def dedup_ids(entry_id: str, message_id: str | None) -> tuple[str, ...]:
@@ -99,4 +106,12 @@ def dedup_ids(entry_id: str, message_id: str | None) -> tuple[str, ...]:
 
 def new_incident_id(key: IncidentKey, seed: str) -> str:
     """Deterministic, so a replay of the same entries yields the same incident ids."""
-    return "inc-" + digest(f"{key}\n{seed}")[:16]
+    return "inc-" + digest(escape_surrogates(f"{key}\n{seed}"))[:16]
+
+
+def _text(value: str | None) -> str | None:
+    """A project or cluster as a key component: "/" separates the components of a
+    stored key (IncidentKey.parse), so a name holding one is escaped, as URLs do."""
+    if value is None:
+        return None
+    return escape_surrogates(value).replace("%", "%25").replace("/", "%2F")

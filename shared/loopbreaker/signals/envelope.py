@@ -10,6 +10,8 @@ Accepted shapes:
 Both ``messageId``/``publishTime`` and ``message_id``/``publish_time`` are read, and
 ``attributes`` may be absent. Anything else raises :class:`UndecodableMessage` (an
 InvalidEvent) whose text says what is wrong and which carries the messageId when known.
+Every JSON text goes through :mod:`loopbreaker.signals.decode` (depth, numbers, valid
+Unicode), and so does an envelope functions-framework decoded itself.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopbreaker.errors import InvalidEvent
+from loopbreaker.signals import decode as hardened
+from loopbreaker.signals.decode import InvalidJson
 
 PUBSUB_EVENT_TYPE = "google.cloud.pubsub.topic.v1.messagePublished"
 #: The attribute a log sink sets to the entry's own timestamp.
 SINK_TIMESTAMP_ATTRIBUTE = "logging.googleapis.com/timestamp"
+#: Pub/Sub's limit on a message's data.
+MAX_DATA_BYTES = 10_000_000
 
 
 class UndecodableMessage(InvalidEvent):
@@ -71,18 +77,22 @@ def decode(document: object) -> Delivery:
 def from_cloud_event(attributes: Mapping[str, Any], data: object) -> Delivery:
     """Decode a CloudEvent given its context attributes and its ``data``."""
     event_id = attributes.get("id")
-    event_id = str(event_id) if event_id is not None else None
+    # Only for the log line: an id is never hashed or stored unless the event is valid.
+    event_id = hardened.escape_surrogates(str(event_id)) if event_id is not None else None
     event_type = attributes.get("type")
     if event_type != PUBSUB_EVENT_TYPE:
-        raise UndecodableMessage(
-            f"event type {event_type!r} is not {PUBSUB_EVENT_TYPE}", message_id=event_id
-        )
-    if isinstance(data, bytes | str):
-        # Binary-mode events may arrive with the JSON body undecoded.
-        try:
-            data = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UndecodableMessage(f"event data is not JSON: {exc}", event_id) from exc
+        shown = hardened.escape_surrogates(repr(event_type))
+        raise UndecodableMessage(f"event type {shown} is not {PUBSUB_EVENT_TYPE}", event_id)
+    try:
+        if isinstance(data, bytes | str):
+            # Binary-mode events may arrive with the JSON body undecoded.
+            data = hardened.loads(data, what="event data", max_bytes=2 * MAX_DATA_BYTES)
+        else:
+            # Structured mode: functions-framework decoded the body with plain json.
+            hardened.check(data, what="event data")
+        hardened.check(attributes, what="event attributes")
+    except InvalidJson as exc:
+        raise UndecodableMessage(exc.reason, event_id) from None
     if not isinstance(data, Mapping):
         raise UndecodableMessage(
             f"event data must be an object, got {_type_name(data)}", message_id=event_id
@@ -99,12 +109,20 @@ def from_pubsub_message(message: Mapping[str, Any], *, fallback_id: str | None =
     """Decode a PubsubMessage whose ``data`` is a base64 LogEntry."""
     message_id = _first_str(message, "messageId", "message_id") or fallback_id
     publish_time = _first_str(message, "publishTime", "publish_time")
+    for name, value in (("messageId", message_id), ("publishTime", publish_time)):
+        if value is not None and hardened.escape_surrogates(value) != value:
+            shown = hardened.escape_surrogates(value)
+            raise UndecodableMessage(f"message {name} {shown!r} is not valid Unicode", shown)
     raw_attributes = message.get("attributes")
     if raw_attributes is not None and not isinstance(raw_attributes, Mapping):
         raise UndecodableMessage(
             f"message.attributes must be an object, got {_type_name(raw_attributes)}", message_id
         )
     attributes = {str(k): str(v) for k, v in (raw_attributes or {}).items()}
+    try:
+        hardened.check(attributes, what="message.attributes")
+    except InvalidJson as exc:
+        raise UndecodableMessage(exc.reason, message_id) from None
     data = message.get("data")
     if data is None or data == "":
         raise UndecodableMessage("message has no data (a log sink always sends one)", message_id)
@@ -112,18 +130,19 @@ def from_pubsub_message(message: Mapping[str, Any], *, fallback_id: str | None =
         raise UndecodableMessage(
             f"message.data must be a base64 string, got {_type_name(data)}", message_id
         )
+    if len(data) > MAX_DATA_BYTES * 4 // 3 + 4:
+        raise UndecodableMessage(
+            f"message.data of {len(data)} characters is over Pub/Sub's {MAX_DATA_BYTES} bytes",
+            message_id,
+        )
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise UndecodableMessage(f"message.data is not base64: {exc}", message_id) from exc
+        raise UndecodableMessage(f"message.data is not base64: {exc}", message_id) from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UndecodableMessage(f"message.data is not UTF-8 text: {exc}", message_id) from exc
-    try:
-        entry = json.loads(text)
-    except ValueError as exc:
-        raise UndecodableMessage(f"message.data is not JSON: {exc}", message_id) from exc
+        entry = hardened.loads(raw, what="message.data")
+    except InvalidJson as exc:
+        raise UndecodableMessage(exc.reason, message_id) from None
     return Delivery(
         message_id=message_id, entry=entry, publish_time=publish_time, attributes=attributes
     )
@@ -158,10 +177,4 @@ def _first_str(mapping: Mapping[str, Any], *keys: str) -> str | None:
     return None
 
 
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string"}
-    if isinstance(value, list):
-        return "an array"
-    return names.get(type(value), type(value).__name__)
+_type_name = hardened.type_name

@@ -1,0 +1,437 @@
+"""Stream the items of delivery and LogEntry files, one at a time (pure, stdlib only).
+
+A path is a file or a directory. A file holds a JSON array, JSON Lines, or one JSON
+document (which may span lines). A directory is read as the Cloud Storage sink layout:
+JSON Lines files ``LOG_ID/YYYY/MM/DD/HH:MM:SS_HH:MM:SS_S<n>.json``, in time order across
+logs (other files in it follow, by path).
+
+Each item carries its position (``file[index]`` in an array, ``file:line`` in JSON Lines,
+``file`` for a file of one document) and either its value, decoded by
+:mod:`loopbreaker.signals.decode`, or why it was refused: not JSON, nested too deep, a
+number too long, not valid Unicode, or over :data:`MAX_ITEM_SIZE`. Memory is bounded by
+one item, never by the file: an oversized item is skipped without being kept. When a
+file's structure breaks (an array cut short) the last item from it says so and is
+``fatal``: nothing after it in that file can be read; the next file is read all the same.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from loopbreaker.errors import InvalidInput
+from loopbreaker.signals import decode
+
+#: The largest item read, in bytes of a line or characters of an array element: a Pub/Sub
+#: message holds at most 10 MB of data, 13.4 MB once base64 in an envelope.
+MAX_ITEM_SIZE = 32 * 1024 * 1024
+#: Characters read at a time from arrays and documents.
+CHUNK = 1 << 20
+
+_WHITESPACE = " \t\r\n"
+_NON_WHITESPACE = re.compile(r"[^ \t\r\n]")
+_NUMBER_RUN = re.compile(r"[-+.eE0-9]*")
+_BOM = b"\xef\xbb\xbf"
+# Tokens the resynchronising scanner cares about, outside and inside strings.
+_OUTSIDE = re.compile(r'[\[\]{}",]')
+_INSIDE = re.compile(r'["\\]')
+# The Cloud Storage sink's object names below the log id.
+_SINK_FILE = re.compile(
+    r"(?P<day>\d{4}/\d{2}/\d{2})/(?P<start>\d{2}:\d{2}:\d{2})_(?P<end>\d{2}:\d{2}:\d{2})"
+    r"_S(?P<shard>\d+)\.json$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item of a file: its decoded value, or why it could not be read."""
+
+    #: Position over all the paths read, from 0.
+    index: int
+    #: ``file[index]``, ``file:line`` or ``file``.
+    source: str
+    #: The file it is in.
+    path: Path
+    value: Any = None
+    error: str | None = None
+    #: The file could not be read past this item.
+    fatal: bool = False
+
+
+def expand(paths: Iterable[Path]) -> list[Path]:
+    """The files to read, in order; InvalidInput for a path that is not there.
+
+    Checked before anything is read, so a typo in the last path stops the run at once.
+    """
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = [
+                p
+                for p in path.rglob("*")
+                if p.is_file() and not any(part.startswith(".") for part in p.parts[-1:])
+            ]
+            files.extend(sorted(found, key=lambda p: _sink_order(p, path)))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InvalidInput(f"cannot read {path}: no such file or directory")
+    return files
+
+
+def read(
+    paths: Sequence[Path], *, max_item_size: int = MAX_ITEM_SIZE, chunk: int = CHUNK
+) -> Iterator[Item]:
+    """Every item of every path, in order (directories as the sink layout)."""
+    index = 0
+    for path in expand(paths):
+        for source, value, error, fatal in _read_file(path, max_item_size, chunk):
+            yield Item(index, source, path, value, error, fatal)
+            index += 1
+
+
+def _sink_order(path: Path, root: Path) -> tuple[Any, ...]:
+    relative = path.relative_to(root).as_posix()
+    match = _SINK_FILE.search(relative)
+    if match is None:
+        return (1, relative)
+    log_id = relative[: match.start()]
+    return (0, match["day"], match["start"], match["end"], int(match["shard"]), log_id)
+
+
+_Row = tuple[str, Any, "str | None", bool]
+
+
+def _read_file(path: Path, max_item_size: int, chunk: int) -> Iterator[_Row]:
+    try:
+        with open(path, "rb") as raw:
+            first = _first_byte(raw)
+            if first is None:
+                return
+            raw.seek(0)
+            if first == b"[" and not _lines_of_arrays(raw, max_item_size):
+                raw.seek(0)
+                yield from _array(path, raw, max_item_size, chunk)
+            else:
+                raw.seek(0)
+                yield from _lines_or_document(path, raw, max_item_size, chunk)
+    except OSError as exc:
+        yield str(path), None, f"cannot read {path}: {exc}", True
+
+
+def _first_byte(raw: IO[bytes]) -> bytes | None:
+    """The first byte that is not white space (or a BOM), or None for an empty file."""
+    start = True
+    while block := raw.read(65536):
+        if start:
+            block = block.removeprefix(_BOM)
+            start = False
+        stripped = block.lstrip(b" \t\r\n")
+        if stripped:
+            return stripped[:1]
+    return None
+
+
+def _lines_of_arrays(raw: IO[bytes], max_item_size: int) -> bool:
+    """Whether a file that starts with "[" is JSON Lines (its first line a whole value,
+    more lines after it) rather than one array."""
+    lines = _numbered_lines(raw, max_item_size)
+    first = next(lines, None)
+    if first is None or first[1] is None:
+        return False
+    try:
+        decode.loads(first[1])
+    except decode.InvalidJson as exc:
+        if exc.syntax or not _complete(first[1]):
+            return False
+    return next(lines, None) is not None
+
+
+# --- JSON Lines, or one document ----------------------------------------------------------
+
+_Line = tuple[int, "bytes | None", "str | None"]
+
+
+def _lines_or_document(
+    path: Path, raw: IO[bytes], max_item_size: int, chunk: int
+) -> Iterator[_Row]:
+    lines = _numbered_lines(raw, max_item_size)
+    first = next(lines, None)
+    if first is None:
+        return
+    number, data, why = first
+    value: Any = None
+    if data is not None:
+        try:
+            value = decode.loads(data)
+        except decode.InvalidJson as exc:
+            if _cut_at_line_end(data, exc.pos) if exc.syntax else not _complete(data):
+                # Not one JSON value per line: one document spread over lines.
+                raw.seek(0)
+                yield from _document(path, raw, max_item_size, chunk)
+                return
+            why = exc.reason
+    second = next(lines, None)
+    if second is None:
+        # A file of one line is a file of one document.
+        yield str(path), value, why, False
+        return
+    yield f"{path}:{number}", value, why, False
+    for number, data, why in _chain(second, lines):
+        if data is None:
+            yield f"{path}:{number}", None, why, False
+            continue
+        try:
+            yield f"{path}:{number}", decode.loads(data), None, False
+        except decode.InvalidJson as exc:
+            yield f"{path}:{number}", None, exc.reason, False
+
+
+def _chain(head: _Line, rest: Iterator[_Line]) -> Iterator[_Line]:
+    yield head
+    yield from rest
+
+
+def _numbered_lines(raw: IO[bytes], max_item_size: int) -> Iterator[_Line]:
+    """(line number, bytes, None) per non-blank line, or (number, None, why) for a line
+    over the size limit (skipped without being kept)."""
+    number = 0
+    while True:
+        line = raw.readline(max_item_size + 1)
+        if not line:
+            return
+        number += 1
+        if number == 1:
+            line = line.removeprefix(_BOM)
+        if len(line) > max_item_size and not line.endswith(b"\n"):
+            size = len(line)
+            while line and not line.endswith(b"\n"):
+                line = raw.readline(CHUNK)
+                size += len(line)
+            yield number, None, f"line of {size} bytes is over the limit of {max_item_size}"
+            continue
+        if line.strip():
+            yield number, line, None
+
+
+def _complete(line: bytes) -> bool:
+    """Whether a line's brackets close (strings aside): a whole value, even if refused."""
+    scanner = _Scanner()
+    scanner.run(line.decode("utf-8", "replace"), 0)
+    return scanner.depth == 0 and not scanner.in_string
+
+
+def _cut_at_line_end(line: bytes, pos: int) -> bool:
+    """Whether a line failed only because it ended, as the first line of a pretty-printed
+    document does (``{``); a broken line fails before its end."""
+    text = line.decode("utf-8", "replace")
+    body = text.rstrip(_WHITESPACE)
+    return text.lstrip(_WHITESPACE).startswith("{") and pos >= len(body)
+
+
+def _document(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
+    window = _Window(raw, chunk, top_level=True)
+    window.skip_whitespace()
+    outcome = _value(window, max_item_size)
+    if outcome.fatal:
+        yield str(path), None, f"not valid JSON or JSON Lines: {outcome.error}", True
+        return
+    yield str(path), outcome.value, outcome.error, False
+    window.skip_whitespace()
+    if not window.at_end():
+        line = window.line()
+        yield (
+            f"{path}:{line}",
+            None,
+            f"not valid JSON or JSON Lines: more text after the document at line {line}",
+            True,
+        )
+
+
+# --- arrays --------------------------------------------------------------------------------
+
+
+def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
+    window = _Window(raw, chunk)
+    window.skip_whitespace()
+    window.pos += 1  # "["
+    window.skip_whitespace()
+    if window.peek() == "]":
+        window.pos += 1
+    else:
+        index = 0
+        while True:
+            outcome = _value(window, max_item_size)
+            source = f"{path}[{index}]"
+            if outcome.fatal:
+                yield source, None, f"not valid JSON or JSON Lines: {outcome.error}", True
+                return
+            yield source, outcome.value, outcome.error, False
+            index += 1
+            window.skip_whitespace()
+            separator = window.peek()
+            window.pos += 1
+            if separator == ",":
+                window.skip_whitespace()
+                continue
+            if separator == "]":
+                break
+            found = "the end of the file" if separator == "" else repr(separator)
+            why = f"expected ',' or ']' after item {index - 1}, found {found}"
+            yield f"{path}[{index}]", None, f"not valid JSON or JSON Lines: {why}", True
+            return
+    window.skip_whitespace()
+    if not window.at_end():
+        why = f"more text after the array at line {window.line()}"
+        yield f"{path}:{window.line()}", None, f"not valid JSON or JSON Lines: {why}", True
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    value: Any = None
+    error: str | None = None
+    fatal: bool = False
+
+
+def _value(window: _Window, max_item_size: int) -> _Outcome:
+    """Decode the value at the window's position and move past it.
+
+    A refused value is skipped (its end found by a scanner that keeps nothing); a value
+    whose end cannot be found (cut short, an unterminated string) is fatal.
+    """
+    while True:
+        buf = window.buf
+        try:
+            value, end = decode.decode_at(buf, window.pos, ascii_only=buf.isascii())
+        except decode.InvalidJson as exc:
+            if exc.syntax and not window.eof and len(buf) - window.pos < max_item_size:
+                _, ended = _Scanner().run(buf, window.pos)
+                if not ended:
+                    # The value may go on past the window: read more and decode again.
+                    window.fill(grow=True)
+                    continue
+            return _skip(window, exc.reason, max_item_size)
+        if not window.eof and _NUMBER_RUN.match(buf, window.pos).end() == len(buf):  # type: ignore[union-attr]
+            # A number that reaches the end of the window may go on in the next chunk.
+            window.fill(grow=True)
+            continue
+        window.pos = end
+        return _Outcome(value)
+
+
+def _skip(window: _Window, reason: str, max_item_size: int) -> _Outcome:
+    """Move past the refused value at the window's position, keeping none of it."""
+    scanner = _Scanner()
+    size = 0
+    while True:
+        reached, ended = scanner.run(window.buf, window.pos)
+        size += reached - window.pos
+        window.pos = reached
+        if size > max_item_size:
+            reason = f"item of over {max_item_size} characters is over the limit"
+        if ended:
+            return _Outcome(error=reason)
+        if window.eof:
+            if window.top_level and scanner.depth == 0 and not scanner.in_string:
+                return _Outcome(error=reason)
+            return _Outcome(error=reason, fatal=True)
+        window.fill()
+
+
+class _Scanner:
+    """Finds where a JSON value ends without decoding it: at the ``,`` or ``]`` of the
+    enclosing array (depth 0). Resumable across chunks."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+
+    def run(self, buf: str, pos: int) -> tuple[int, bool]:
+        """(where it stopped, whether that is the value's end)."""
+        end = len(buf)
+        while pos < end:
+            if self.in_string:
+                match = _INSIDE.search(buf, pos)
+                if match is None:
+                    return end, False
+                if match.group() == "\\":
+                    if match.end() >= end:
+                        # The escaped character is in the next chunk: resume at "\".
+                        return match.start(), False
+                    pos = match.end() + 1
+                else:
+                    self.in_string = False
+                    pos = match.end()
+                continue
+            match = _OUTSIDE.search(buf, pos)
+            if match is None:
+                return end, False
+            token = match.group()
+            if token == '"':
+                self.in_string = True
+            elif token in "[{":
+                self.depth += 1
+            elif self.depth == 0:
+                # "," or "]" (or a stray "}") of the enclosing array: the value ends here.
+                return match.start(), True
+            elif token != ",":
+                self.depth -= 1
+            pos = match.end()
+        return end, False
+
+
+class _Window:
+    """A window over a text stream: what is before ``pos`` is dropped on fill."""
+
+    def __init__(self, raw: IO[bytes], chunk: int, *, top_level: bool = False) -> None:
+        self._text = io.TextIOWrapper(
+            raw, encoding="utf-8-sig", errors="surrogateescape", newline=""
+        )
+        self._chunk = chunk
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        #: A document file (no enclosing array): a value may run to the end of the file.
+        self.top_level = top_level
+        #: Lines dropped from the window so far (for positions in messages).
+        self._lines_before = 0
+        self.fill()
+
+    def fill(self, *, grow: bool = False) -> None:
+        """Read on; ``grow`` reads at least as much as the window holds, so decoding a
+        large value again and again costs linear, not quadratic, time."""
+        if self.eof:
+            return
+        size = max(self._chunk, len(self.buf) - self.pos) if grow else self._chunk
+        block = self._text.read(size)
+        self._lines_before += self.buf.count("\n", 0, self.pos)
+        self.buf = self.buf[self.pos :] + block
+        self.pos = 0
+        if not block:
+            self.eof = True
+
+    def skip_whitespace(self) -> None:
+        while True:
+            match = _NON_WHITESPACE.search(self.buf, self.pos)
+            if match is not None:
+                self.pos = match.start()
+                return
+            self.pos = len(self.buf)
+            if self.eof:
+                return
+            self.fill()
+
+    def peek(self) -> str:
+        if self.pos >= len(self.buf):
+            self.fill()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def at_end(self) -> bool:
+        return self.peek() == ""
+
+    def line(self) -> int:
+        return self._lines_before + self.buf.count("\n", 0, self.pos) + 1
