@@ -191,7 +191,101 @@ def remediation_plan(incident_id: str, store_arg: str) -> int:
             sys.stdout.write(planned.stderr)
             return 1
         print("(no mutating request was sent: the local cluster and Compute API saw only reads)")
-    return 0
+    return remediate_and_verify(incident_id, store_arg)
+
+
+WORKLOAD = "llama3-70b-training"
+
+
+def remediate_and_verify(incident_id: str, store_arg: str) -> int:
+    """Remediate for real against the LOCAL stand-ins, then check the outcome as on_schedule
+    does two hours later (simulated clock), with the job's restart counter flat since."""
+    import remedkit
+    from fakeservers.cluster import ClusterServer
+    from fakeservers.compute_ops import ComputeOpsServer
+    from fakeservers.kube import write_kubeconfig
+
+    print(
+        "\n=== remediation, live against the local stand-ins of the cluster and Compute API "
+        "(no real cluster or VM is touched)"
+    )
+    nodes, pods = remedkit.cluster_objects()
+    vm = (remedkit.PROJECT, remedkit.ZONE, remedkit.NODE)
+    spec = {"id": remedkit.INSTANCE_ID, "physicalHost": remedkit.HOST}
+    with ClusterServer(nodes, pods) as kube, ComputeOpsServer({vm: spec}) as compute:
+        kubeconfig = write_kubeconfig(DEMO_DIR / "kubeconfig", kube.url)
+        argv = [str(CLI), "remediate", incident_id, "--store", store_arg, "--no-dry-run"]
+        argv += ["--kubeconfig", str(kubeconfig.relative_to(Path.cwd()))]
+        argv += ["--compute-endpoint", compute.url]
+        done = run(argv, {"LOOPBREAKER_LOG_LEVEL": "ERROR"})
+        sys.stdout.write(done.stdout)
+        if done.returncode != 0:
+            sys.stdout.write(done.stderr)
+            return 1
+        print(f"Events on node {remedkit.NODE}: {', '.join(kube.event_reasons())}")
+    return verify(incident_id, store_arg)
+
+
+def verify(incident_id: str, store_arg: str) -> int:
+    from datetime import timedelta
+
+    sys.path.insert(0, str(ROOT / "shared"))
+    from loopbreaker.app.bootstrap import build_responder
+    from loopbreaker.app.settings import load_settings
+    from loopbreaker.diagnosis.evidence import TelemetryDirEvidence
+    from loopbreaker.incidents.store.sqlite import SqliteStore
+
+    store = SqliteStore(store_arg.removeprefix("sqlite:"))
+    try:
+        incident = store.get(incident_id)
+        check = incident.verification if incident else None
+        if check is None:
+            print("the remediated incident is not under watch")
+            return 1
+        later = check.until + timedelta(minutes=1)
+        # What Managed Prometheus would hold by then: the JobSet's restart counter, flat
+        # since the remediation, and the job's pods on the other, healthy nodes.
+        after = DEMO_DIR / "after-remediation"
+        after.mkdir(parents=True, exist_ok=True)
+        series = f'{{cluster="tpu-cluster-prod",namespace="default",jobset_name="{WORKLOAD}"}}'
+        start = int(check.since.timestamp()) - 600
+        lines = ["# TYPE kube_jobset_restarts gauge"]
+        lines += [
+            f"kube_jobset_restarts{series} 8 {t}" for t in range(start, int(later.timestamp()), 300)
+        ]
+        (after / "metrics.om").write_text("\n".join([*lines, "# EOF", ""]))
+        faulty = HERE / "telemetry" / "faulty-host"
+        for name in ("nodes.json", "pods.json"):
+            shutil.copyfile(faulty / name, after / name)
+        settings = load_settings(
+            {
+                "LOOPBREAKER_STORE": f"sqlite:{store_arg}",
+                "LOOPBREAKER_NOTIFIER": "log",
+                "LOOPBREAKER_LOG_LEVEL": "ERROR",
+            }
+        )
+        responder = build_responder(
+            settings, store=store, evidence=TelemetryDirEvidence(after), clock=lambda: later
+        )
+        print(
+            f"\n=== on_schedule at {later:%Y-%m-%d %H:%M}Z (simulated: the end of the "
+            f"{(check.until - check.since).total_seconds() / 3600:g} h verify window)"
+        )
+        report = responder.settle(later)
+        print(f"checked {report.checked}, verified {report.verified}, recurred {report.recurred}")
+    finally:
+        store.close()
+    shown = run([str(CLI), "incidents", "show", incident_id, "--store", store_arg])
+    for line in shown.stdout.splitlines():
+        if line.startswith(("Incident ", "  verify:", "            ")):
+            print(line)
+    reported = run([str(CLI), "incidents", "report", "--since", "366d", "--store", store_arg])
+    sys.stdout.write(reported.stdout)
+    print(
+        "(the replay ran at the bundled entries' own time, months ago; the approval and the "
+        "remediation ran now, hence the long times to approval)"
+    )
+    return 0 if report.verified == [incident_id] and reported.returncode == 0 else 1
 
 
 def _block_actions(message_ts: str, value: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ Clicks are built and signed exactly as Slack and Google Chat send them.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -82,7 +83,9 @@ def slack_payload(
     action: str = APPROVE_ACTION,
     user: str = APPROVER,
     message_ts: str | None = None,
+    response_url: str = "http://127.0.0.1:9/actions/T0123/123/xyz",
 ) -> dict[str, Any]:
+    # Slack's response_url is https://hooks.slack.com/actions/…; tests keep it on loopback.
     return {
         "type": "block_actions",
         "user": {"id": user, "username": "alice", "name": "alice", "team_id": "T0123"},
@@ -97,7 +100,7 @@ def slack_payload(
         "trigger_id": "7377717242017.2625160776.f3e5",
         "team": {"id": "T0123", "domain": "acme"},
         "channel": {"id": CHANNEL, "name": "ops"},
-        "response_url": "https://hooks.slack.com/actions/T0123/123/xyz",
+        "response_url": response_url,
         "actions": [
             {
                 "type": "button",
@@ -158,3 +161,12 @@ def chat_event(token: object, *, action: str = APPROVE_ACTION, email: str = CHAT
         "isDialogEvent": False,
     }
     return json.dumps(event).encode()
+
+
+def tamper(token: str, **changes: object) -> str:
+    """The token with its payload changed and its signature kept (a forgery)."""
+    version, payload, signature = token.split(".")
+    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    data.update(changes)
+    raw = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    return f"{version}.{base64.urlsafe_b64encode(raw).rstrip(b'=').decode()}.{signature}"

@@ -10,10 +10,15 @@ os.environ["GCE_METADATA_HOST"] = "127.0.0.1:9"
 os.environ["GCE_METADATA_IP"] = "127.0.0.1:9"
 os.environ.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
 
+import uuid  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
-from fakes import FakeStore  # noqa: E402
+from fakes import (
+    FakeStore,  # noqa: E402
+    StoreFactory,  # noqa: E402
+)
 
 from loopbreaker.incidents.store.base import IncidentStore  # noqa: E402
 from loopbreaker.incidents.store.sqlite import SqliteStore  # noqa: E402
@@ -29,3 +34,42 @@ def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
     made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
     yield made
     made.close()
+
+
+@pytest.fixture(params=["sqlite", "firestore", "fake"])
+def store_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[StoreFactory]:
+    """A factory: every call opens another handle on the SAME store (a new connection)."""
+    opened: list[IncidentStore] = []
+    if request.param == "sqlite":
+        path = tmp_path / "incidents.sqlite"
+
+        def make() -> IncidentStore:
+            store = SqliteStore(path)
+            opened.append(store)
+            return store
+
+    elif request.param == "firestore":
+        emulator = request.getfixturevalue("firestore_emulator")
+        for name, value in emulator.env.items():
+            monkeypatch.setenv(name, value)
+        prefix = "t" + uuid.uuid4().hex[:12]
+        from loopbreaker.incidents.store.firestore import FirestoreStore
+
+        def make() -> IncidentStore:
+            store = FirestoreStore.connect(
+                project=emulator.project, database="(default)", prefix=prefix
+            )
+            opened.append(store)
+            return store
+
+    else:
+        shared = FakeStore()
+
+        def make() -> IncidentStore:
+            return shared
+
+    yield make
+    for store in opened:
+        store.close()

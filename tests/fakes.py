@@ -1,6 +1,6 @@
 """Recording fakes for the responder's ports; injected through build_responder, never patched.
 
-FakeStore follows the IncidentStore contract (tests/test_store_contract.py runs it next
+FakeStore follows the IncidentStore contract (tests/incidents/test_store_contract.py runs it next
 to SQLite and Firestore) and takes per-method failure "reactors":
 ``FakeStore(fail={"ingest": [TransientError("contention")]})`` raises on the next ingest.
 """
@@ -8,8 +8,9 @@ to SQLite and Firestore) and takes per-method failure "reactors":
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -17,8 +18,8 @@ from loopbreaker import incidents
 from loopbreaker.chat.notify import Notification
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.diagnosis.readers import HostLookupResult, LogReadResult
-from loopbreaker.incidents import Arrival, Incident, IndexEntry, State
-from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
+from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, State
+from loopbreaker.incidents.store.base import HOUR, Change, IncidentStore, IngestResult, UpdateResult
 from loopbreaker.model import (
     Context,
     Evidence,
@@ -47,6 +48,10 @@ class FakeClock:
         self.now = moment
 
 
+#: Opens another handle on one shared store (a new connection), for concurrency tests.
+StoreFactory = Callable[[], IncidentStore]
+
+
 class FakeStore:
     """In-memory IncidentStore; one lock plays the part of a transaction."""
 
@@ -56,6 +61,9 @@ class FakeStore:
         self.dedup: dict[str, datetime] = {}
         self.hosts: dict[str, HostFailureRecord] = {}
         self.deletions: dict[tuple[str, str], datetime] = {}
+        self.claims: dict[str, str] = {}
+        #: Every pause, oldest first; the last one not resumed may be in force.
+        self.pause_records: list[PauseRecord] = []
         self.fail = {k: list(v) for k, v in (fail or {}).items()}
         self.transactions = 0
         self.calls: list[str] = []
@@ -191,6 +199,50 @@ class FakeStore:
                 return False
             self.deletions[(cluster, incident_id)] = at
             return True
+
+    def claim_target(self, keys: Sequence[str], incident_id: str) -> str | None:
+        with self._lock:
+            self._react("claim_target")
+            for key in keys:
+                holder = self.claims.get(key)
+                incident = self.incidents.get(holder) if holder else None
+                if holder != incident_id and incident is not None and not incident.final:
+                    return holder
+            for key in keys:
+                self.claims[key] = incident_id
+            return None
+
+    def _latest_pause(self) -> PauseRecord | None:
+        return next((p for p in reversed(self.pause_records) if p.resumed_at is None), None)
+
+    def pause(self, record: PauseRecord) -> PauseRecord | None:
+        with self._lock:
+            self._react("pause")
+            latest = self._latest_pause()
+            if latest is not None and latest.active(record.at):
+                return latest
+            self.pause_records.append(record)
+            return None
+
+    def resume(self, by: str, at: datetime) -> PauseRecord | None:
+        with self._lock:
+            self._react("resume")
+            latest = self._latest_pause()
+            if latest is None or not latest.active(at):
+                return None
+            ended = dataclasses.replace(latest, resumed_at=at, resumed_by=by)
+            self.pause_records[self.pause_records.index(latest)] = ended
+            return ended
+
+    def current_pause(self, now: datetime) -> PauseRecord | None:
+        with self._lock:
+            self._react("current_pause")
+            latest = self._latest_pause()
+            return latest if latest is not None and latest.active(now) else None
+
+    def pauses(self, since: datetime) -> list[PauseRecord]:
+        with self._lock:
+            return [p for p in self.pause_records if (p.ended_at() or since) >= since]
 
     def close(self) -> None:
         self.calls.append("close")

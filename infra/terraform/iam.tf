@@ -108,6 +108,8 @@ locals {
     "container.pods.evict"       = true
     "container.pods.list"        = true
     "container.pods.delete"      = var.drain_mode == "delete-after-timeout"
+    # An events.k8s.io/v1 Event on the node for every step taken or refused.
+    "container.events.create" = true
   }
   # On the VM it re-reads it, then either deletes it (host_action = "delete") or reports
   # its host as faulty (host_action = "report-faulty"), never both.

@@ -204,6 +204,11 @@ locals {
   # deploy/slack/manifest.yaml with this deployment's on_chat_action URL.
   slack_manifest_file = yamldecode(file("${path.module}/../../deploy/slack/manifest.yaml"))
   slack_app_manifest = merge(local.slack_manifest_file, {
+    features = merge(local.slack_manifest_file.features, {
+      slash_commands = [for command in local.slack_manifest_file.features.slash_commands :
+        merge(command, { url = local.function_urls["on_chat_action"] })
+      ]
+    })
     settings = merge(local.slack_manifest_file.settings, {
       interactivity = merge(local.slack_manifest_file.settings.interactivity, {
         request_url = local.function_urls["on_chat_action"]

@@ -7,9 +7,11 @@ locals {
   ])
   log_metric_types = {
     entries_rejected      = "logging.googleapis.com/user/${google_logging_metric.entries_rejected.name}"
+    incident_outcomes     = "logging.googleapis.com/user/${google_logging_metric.incident_outcomes.name}"
     incidents_opened      = "logging.googleapis.com/user/${google_logging_metric.incidents_opened.name}"
     remediation_approvals = "logging.googleapis.com/user/${google_logging_metric.remediation_approvals.name}"
     remediation_steps     = "logging.googleapis.com/user/${google_logging_metric.remediation_steps.name}"
+    seconds_to_verified   = "logging.googleapis.com/user/${google_logging_metric.seconds_to_verified.name}"
   }
 }
 
@@ -94,6 +96,58 @@ resource "google_logging_metric" "entries_rejected" {
     metric_kind = "DELTA"
     value_type  = "INT64"
     unit        = "1"
+  }
+}
+
+# The outcome of each remediation, logged by on_schedule once it is decided (verified: no
+# restart in the verify window; recurred: the same host again), with the time from the
+# first signal; `loopbreaker incidents report` prints the same figures from the store.
+resource "google_logging_metric" "incident_outcomes" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}incident_outcomes"
+  description = "Remediated incidents verified or recurred (jsonPayload.event = incident_verified or incident_recurred)."
+  filter      = "${local.function_logs} AND jsonPayload.event=(\"incident_verified\" OR \"incident_recurred\")"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key         = "verdict"
+      value_type  = "STRING"
+      description = "verified or recurred."
+    }
+    labels {
+      key         = "root_cause"
+      value_type  = "STRING"
+      description = "The incident's root cause (faulty_host, ...)."
+    }
+  }
+  label_extractors = {
+    verdict    = "EXTRACT(jsonPayload.verdict)"
+    root_cause = "EXTRACT(jsonPayload.root_cause)"
+  }
+}
+
+resource "google_logging_metric" "seconds_to_verified" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}seconds_to_verified"
+  description = "Seconds from an incident's first signal to its verdict (jsonPayload.durations.seconds_to_verified)."
+  filter      = "${local.function_logs} AND jsonPayload.event=(\"incident_verified\" OR \"incident_recurred\")"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "s"
+  }
+  value_extractor = "EXTRACT(jsonPayload.durations.seconds_to_verified)"
+  # 60 s .. about 4 weeks, doubling.
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 16
+      growth_factor      = 2
+      scale              = 60
+    }
   }
 }
 

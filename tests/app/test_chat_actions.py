@@ -20,11 +20,12 @@ import chatkit as K
 import pytest
 from fakes import FakeClock, FakeNotifier, FakeQueue
 from fakeservers.google_certs import CertsServer, SigningKey
+from fakeservers.slack import SlackServer
 from google.auth.transport.requests import Request as GoogleRequest
 
 from loopbreaker import incidents
 from loopbreaker.app.bootstrap import build_chat_actions
-from loopbreaker.app.chat_actions import ChatActions
+from loopbreaker.app.chat_actions import REFUSAL_HEADER, ChatActions
 from loopbreaker.app.replies import Reply
 from loopbreaker.app.settings import Settings
 from loopbreaker.approval.requests import APPROVE_ACTION, REJECT_ACTION, Decision, Platform
@@ -45,6 +46,13 @@ def certs() -> Iterator[CertsServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def hooks() -> Iterator[SlackServer]:
+    """Where the clicks' response_url points: refusals are told there, ephemerally."""
+    with SlackServer() as server:
+        yield server
+
+
 @dataclass
 class Desk:
     """One on_chat_action service over a copy of the faulty-host store."""
@@ -58,9 +66,20 @@ class Desk:
     certs: CertsServer
     #: The Approve button's value, as posted while the incident awaited approval.
     token: str
+    hooks: SlackServer
+    last_platform: str = ""
+    #: The response_url the last Slack click carried, and the hooks' posts before it.
+    response_url: str | None = None
+    posts_before: int = 0
 
     def slack(self, payload: dict[str, Any] | bytes, **kw: Any) -> Reply:
+        self.response_url = None
+        if isinstance(payload, dict) and "response_url" in payload:
+            self.response_url = f"{self.hooks.url}/actions/T0123/123/xyz"
+            payload = {**payload, "response_url": self.response_url}
         headers, body = K.slack_request(payload, self.clock(), **kw)
+        self.last_platform = "slack"
+        self.posts_before = len(self.hooks.responses)
         return self.service.handle(headers, body)
 
     def approve(self, **kw: Any) -> Reply:
@@ -70,6 +89,8 @@ class Desk:
         headers = {"Content-Type": "application/json"}
         if bearer is not None:
             headers["Authorization"] = f"Bearer {bearer}"
+        self.last_platform = "google-chat"
+        self.posts_before = len(self.hooks.responses)
         return self.service.handle(headers, body)
 
     def current(self) -> Incident:
@@ -77,15 +98,39 @@ class Desk:
         assert found is not None
         return found
 
-    def assert_refused(self, reply: Reply, status: int, reason: str) -> None:
-        assert reply.status == status, reply.body
+    def assert_refused(
+        self, reply: Reply, status: int, reason: str, *, verified: bool = True
+    ) -> None:
+        """Refused, nothing changed or published, and the clicker told where they read it:
+        an unverified request gets its 401; a verified clicker a 200 whose security status
+        is in the header, with the reason in Slack's response_url or Chat's own reply."""
         assert reason in reply.body["text"], reply.body["text"]
         assert self.queue.published == []
         assert self.current().to_dict() == self.incident.to_dict()
+        if status == 401 or not verified:
+            assert reply.status == status, reply.body
+            assert len(self.hooks.responses) == self.posts_before  # nothing posted for it
+            return
+        assert reply.status == 200, reply.body
+        assert reply.headers[REFUSAL_HEADER] == str(status)
+        if self.last_platform == "google-chat":
+            assert set(reply.body) == {"text"}  # a Chat message, nothing else
+        elif self.response_url is None:
+            assert len(self.hooks.responses) == self.posts_before  # no response_url to use
+        else:
+            assert len(self.hooks.responses) == self.posts_before + 1
+            path, told = self.hooks.responses[-1]
+            assert path == "/actions/T0123/123/xyz"
+            assert told["response_type"] == "ephemeral" and told["replace_original"] is False
+            assert reason in told["text"]
 
 
 def make_desk(
-    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, settings: Settings
+    template: tuple[Path, Incident],
+    tmp_path: Path,
+    certs: CertsServer,
+    settings: Settings,
+    hooks: SlackServer,
 ) -> Desk:
     path, incident = template
     store = SqliteStore(K.copy_store(path, tmp_path / "incidents.sqlite"))
@@ -99,16 +144,24 @@ def make_desk(
         clock=clock,
         google_chat_request=GoogleRequest(),
     )
-    return Desk(service, store, queue, notifier, clock, incident, certs, K.token_of(incident))
+    return Desk(
+        service, store, queue, notifier, clock, incident, certs, K.token_of(incident), hooks
+    )
 
 
 @pytest.fixture
-def desk(template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer) -> Iterator[Desk]:
+def desk(
+    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, hooks: SlackServer
+) -> Iterator[Desk]:
     made = make_desk(
         template,
         tmp_path,
         certs,
-        K.chat_settings(LOOPBREAKER_GOOGLE_CHAT_CERTS_URL=certs.certs_url),
+        K.chat_settings(
+            LOOPBREAKER_GOOGLE_CHAT_CERTS_URL=certs.certs_url,
+            LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX=hooks.url + "/actions/",
+        ),
+        hooks,
     )
     yield made
     made.store.close()
@@ -191,14 +244,14 @@ def test_a_replayed_request_is_409_and_publishes_nothing_more(desk: Desk) -> Non
     approved = desk.current()
     desk.clock.advance(seconds=30)
     replayed = desk.service.handle(headers, body)
-    assert replayed.status == 409 and "already approved" in replayed.body["text"]
+    assert replayed.status == 200 and replayed.headers[REFUSAL_HEADER] == "409"
+    assert "already approved" in replayed.body["text"]
     assert len(desk.queue.published) == 1 and desk.current().to_dict() == approved.to_dict()
 
 
 def _forged_token(desk: Desk, **changes: object) -> str:
-    from test_approvals import _tamper
 
-    return _tamper(desk.token, **changes)
+    return K.tamper(desk.token, **changes)
 
 
 def test_a_tampered_action_value_is_400(desk: Desk) -> None:
@@ -255,7 +308,9 @@ def test_an_expired_incident_is_409(desk: Desk) -> None:
 
 def test_a_double_click_approves_once(desk: Desk) -> None:
     first, second = desk.approve(), desk.approve()
-    assert (first.status, second.status) == (200, 409)
+    assert (first.status, second.status) == (200, 200)
+    assert REFUSAL_HEADER not in first.headers and second.headers[REFUSAL_HEADER] == "409"
+    assert "already approved by alice" in desk.hooks.responses[-1][1]["text"]
     assert len(desk.queue.published) == 1
 
 
@@ -284,21 +339,25 @@ def test_malformed_slack_payloads_are_400(desk: Desk, payload: Any, reason: str)
     elif payload == "no_value":
         good["actions"][0].pop("value")
         payload = good
-    desk.assert_refused(desk.slack(payload), 400, reason)
+    # A body that is not UTF-8 cannot be verified: plain 400, and nothing is posted.
+    desk.assert_refused(desk.slack(payload), 400, reason, verified=payload != b"\xff\xfe")
 
 
 def test_slack_clicks_without_a_signing_secret_are_401(
-    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer
+    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, hooks: SlackServer
 ) -> None:
     env = {k: v for k, v in K.CHAT_ENV.items() if k != "LOOPBREAKER_SLACK_SIGNING_SECRET"}
     from loopbreaker.app.settings import load_settings
 
-    desk = make_desk(template, tmp_path, certs, load_settings(env))
+    desk = make_desk(template, tmp_path, certs, load_settings(env), hooks)
     desk.assert_refused(desk.approve(), 401, "Slack clicks are off")
 
 
 def test_a_transient_store_failure_is_503_and_decides_nothing(desk: Desk) -> None:
     class Contended:
+        def current_pause(self, *_: object) -> None:
+            return None  # not paused: the decision itself meets the contention
+
         def update(self, *_: object) -> object:
             raise TransientError("store contention")
 
@@ -343,7 +402,8 @@ def test_eight_concurrent_clicks_give_exactly_one_approval(desk: Desk) -> None:
     ]
     with ThreadPoolExecutor(max_workers=8) as pool:
         replies = list(pool.map(lambda r: desk.service.handle(*r), requests))
-    assert sorted(r.status for r in replies) == [200] + [409] * 7
+    assert [r.status for r in replies] == [200] * 8
+    assert sorted(r.headers.get(REFUSAL_HEADER, "") for r in replies) == [""] + ["409"] * 7
     assert len(desk.queue.published) == 1
     assert desk.current().state is State.APPROVED
 
@@ -389,6 +449,26 @@ TokenMaker = Callable[[CertsServer], str | None]
             ),
             "not issued by",
         ),
+        # Exactly one check fails in each of these: another service account's valid,
+        # verified token for our audience; the Chat account's but unverified email.
+        (
+            lambda c: c.token(
+                K.AUDIENCE,
+                issuer="https://accounts.google.com",
+                email="other@project.iam.gserviceaccount.com",
+                email_verified=True,
+            ),
+            "not issued by",
+        ),
+        (
+            lambda c: c.token(
+                K.AUDIENCE,
+                issuer="https://accounts.google.com",
+                email="chat@system.gserviceaccount.com",
+                email_verified=False,
+            ),
+            "not issued by",
+        ),
         # Signed with another key under the served key id: the signature fails.
         (
             lambda c: c.token(K.AUDIENCE, signer=SigningKey("chat-key-1").signer),
@@ -396,7 +476,17 @@ TokenMaker = Callable[[CertsServer], str | None]
         ),
         (lambda c: c.token(K.AUDIENCE, expires_in=-120), "does not verify"),  # expired
     ],
-    ids=["missing", "garbage", "audience", "issuer", "email", "signature", "expired"],
+    ids=[
+        "missing",
+        "garbage",
+        "audience",
+        "issuer",
+        "email",
+        "email-only",
+        "email-unverified-only",
+        "signature",
+        "expired",
+    ],
 )
 def test_bad_google_chat_tokens_are_401(desk: Desk, make_token: TokenMaker, reason: str) -> None:
     reply = desk.chat(K.chat_event(desk.token), make_token(desk.certs))
@@ -425,12 +515,13 @@ def test_malformed_google_chat_events_are_400(desk: Desk, body: Any, reason: str
 
 
 def test_without_a_signing_key_every_click_is_refused(
-    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer
+    template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, hooks: SlackServer
 ) -> None:
     from loopbreaker.app.settings import load_settings
 
     env = {k: v for k, v in K.CHAT_ENV.items() if k != "LOOPBREAKER_ACTION_SIGNING_KEY"}
-    desk = make_desk(template, tmp_path, certs, load_settings(env))
+    env["LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX"] = hooks.url + "/actions/"
+    desk = make_desk(template, tmp_path, certs, load_settings(env), hooks)
     desk.assert_refused(desk.approve(), 400, "approvals are off")
 
 
@@ -444,6 +535,7 @@ def _clock_at(moment: datetime) -> FakeClock:
 def test_an_absurd_slack_timestamp_is_401_not_a_crash(desk: Desk) -> None:
     headers, body = K.slack_request(K.slack_payload(desk.token), desk.clock())
     headers["X-Slack-Request-Timestamp"] = "9" * 400
+    desk.posts_before = len(desk.hooks.responses)
     desk.assert_refused(desk.service.handle(headers, body), 401, "is not a number")
 
 
@@ -481,3 +573,64 @@ def test_a_failure_after_the_decision_is_committed_still_answers_200(desk: Desk)
     reply = desk.approve()
     assert reply.status == 200 and "approved" in reply.body["text"]
     assert desk.current().state is State.APPROVED and len(desk.queue.published) == 1
+
+
+# --- approvers per platform, and replies a chat platform accepts --------------------------
+
+
+def test_a_slack_click_never_matches_a_google_chat_approver(desk: Desk) -> None:
+    # Signed Slack payloads carry U… ids; one naming an approver's email is not that person.
+    desk.assert_refused(desk.approve(user=K.CHAT_APPROVER), 403, "you are not an approver")
+
+
+def test_approver_entries_may_name_their_platform() -> None:
+    from loopbreaker.approval.requests import is_approver, parse_approvers
+
+    approvers = parse_approvers("slack:U0APPROVER, google-chat:Alice@Example.com")
+    assert approvers == {"U0APPROVER", "alice@example.com"}
+    assert is_approver(approvers, Platform.SLACK, "U0APPROVER")
+    assert is_approver(approvers, Platform.GOOGLE_CHAT, "alice@example.com")
+    assert not is_approver(approvers, Platform.SLACK, "alice@example.com")
+    assert not is_approver(approvers, Platform.GOOGLE_CHAT, "U0APPROVER")
+    for wrong in ("slack:alice@example.com", "google-chat:U0APPROVER"):
+        with pytest.raises(ValueError, match="neither a Slack user id"):
+            parse_approvers(wrong)
+
+
+#: The fields of a Google Chat ``Message`` (Chat API v1 reference) and of its
+#: ``actionResponse.type``; a reply to a CARD_CLICKED event carries nothing else.
+CHAT_MESSAGE_FIELDS = frozenset(
+    {
+        "name", "sender", "createTime", "lastUpdateTime", "deleteTime", "text",
+        "formattedText", "cards", "cardsV2", "annotations", "thread", "space",
+        "fallbackText", "actionResponse", "argumentText", "slashCommand", "attachment",
+        "matchedUrl", "threadReply", "clientAssignedMessageId", "emojiReactionSummaries",
+        "privateMessageViewer", "deletionMetadata", "quotedMessageMetadata",
+        "attachedGifs", "accessoryWidgets",
+    }
+)  # fmt: skip
+ACTION_RESPONSE_TYPES = frozenset(
+    {"TYPE_UNSPECIFIED", "NEW_MESSAGE", "UPDATE_MESSAGE", "UPDATE_USER_MESSAGE_CARDS",
+     "REQUEST_CONFIG", "DIALOG", "UPDATE_WIDGET"}
+)  # fmt: skip
+
+
+def assert_chat_message(body: Any) -> None:
+    assert isinstance(body, dict) and set(body) <= CHAT_MESSAGE_FIELDS, set(body)
+    if "actionResponse" in body:
+        assert set(body["actionResponse"]) <= {"type", "url", "dialogAction", "updatedWidget"}
+        assert body["actionResponse"]["type"] in ACTION_RESPONSE_TYPES
+    for card in body.get("cardsV2", []):
+        assert set(card) == {"cardId", "card"} and "sections" in card["card"]
+
+
+def test_google_chat_replies_are_chat_messages_and_nothing_else(desk: Desk) -> None:
+    bearer = desk.certs.token(K.AUDIENCE)
+    refused = desk.chat(K.chat_event(desk.token, email="mallory@example.com"), bearer)
+    assert_chat_message(refused.body)
+    approved = desk.chat(K.chat_event(desk.token), bearer)
+    assert approved.status == 200 and approved.body["actionResponse"]["type"] == "UPDATE_MESSAGE"
+    assert_chat_message(approved.body)
+    again = desk.chat(K.chat_event(desk.token), bearer)
+    assert again.headers[REFUSAL_HEADER] == "409" and "already approved" in again.body["text"]
+    assert_chat_message(again.body)

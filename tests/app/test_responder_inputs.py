@@ -36,7 +36,7 @@ def test_defaults_differ_only_where_the_runtime_matters() -> None:
         assert s.grouping_window == S.DEFAULT_GROUPING_WINDOW == timedelta(minutes=30)
         assert s.settle_time == timedelta(seconds=60)
         assert s.stale_after == timedelta(hours=6)
-        assert (s.max_signals, s.query_budget, s.dry_run) == (500, 10, True)
+        assert (s.max_signals, s.query_budget, s.dry_run) == (500, 16, True)
 
 
 def test_every_variable_is_parsed(tmp_path: Path) -> None:
@@ -54,6 +54,8 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_QUERY_BUDGET": "0",
         "LOOPBREAKER_SETTLE_BATCH": "5",
         "LOOPBREAKER_DEDUP_RETENTION": "9d",
+        "LOOPBREAKER_VERIFY_WINDOW": "3h",
+        "LOOPBREAKER_VERIFY_EVERY": "5m",
         "LOOPBREAKER_DRY_RUN": "off",
         "LOOPBREAKER_LIVE_SOURCES": "yes",
         "LOOPBREAKER_TELEMETRY_DIR": str(tmp_path),
@@ -63,6 +65,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_SLACK_CHANNEL": "C0123ABC",
         "LOOPBREAKER_SLACK_SIGNING_SECRET": "8f742231b10e8888abcd99yyyzzz85a5",
         "LOOPBREAKER_SLACK_API_URL": "http://127.0.0.1:9/api",
+        "LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX": "http://127.0.0.1:9/actions/",
         "LOOPBREAKER_GOOGLE_CHAT_WEBHOOK_URL": "https://chat.googleapis.com/v1/spaces/AAA/messages?key=k",
         "LOOPBREAKER_GOOGLE_CHAT_SPACE": "spaces/AAAAX5_xtFM",
         "LOOPBREAKER_GOOGLE_CHAT_AUDIENCE": "123456789012",
@@ -97,6 +100,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert s.stale_after == timedelta(minutes=90)
     assert (s.max_signals, s.query_budget, s.settle_batch) == (50, 0, 5)
     assert s.dedup_retention == timedelta(days=9)
+    assert (s.verify_window, s.verify_every) == (timedelta(hours=3), timedelta(minutes=5))
     assert (s.dry_run, s.live_sources) == (False, True)
     assert s.telemetry_dir == tmp_path
     assert s.notifier.kind == "file" and s.notifier.path == Path("/tmp/notes")
@@ -106,6 +110,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     chat = s.chatops
     assert chat.slack_bot_token is not None and chat.slack_bot_token.get() == "xoxb-1-2-abc"
     assert chat.slack_channel == "C0123ABC" and chat.slack_api_url == "http://127.0.0.1:9/api/"
+    assert chat.slack_response_url_prefix == "http://127.0.0.1:9/actions/"
     assert chat.slack_signing_secret is not None
     assert chat.google_chat_space == "spaces/AAAAX5_xtFM"
     assert chat.google_chat_webhook_url is not None
@@ -155,6 +160,8 @@ def test_the_project_falls_back_on_google_cloud_project() -> None:
         ("QUERY_BUDGET", "-1"),
         ("SETTLE_BATCH", "1.5"),
         ("DEDUP_RETENTION", "1h"),
+        ("VERIFY_WINDOW", "30s"),
+        ("VERIFY_EVERY", "often"),
         ("DRY_RUN", "maybe"),
         ("LIVE_SOURCES", "2"),
         ("NOTIFIER", "slack"),
@@ -290,3 +297,27 @@ def test_gcloud_pull_output_replays_like_a_push() -> None:
 def test_absurd_durations_are_refused_naming_the_variable(name: str) -> None:
     with pytest.raises(ConfigError, match=f"LOOPBREAKER_{name}=.*longer than 366d"):
         load_settings({f"LOOPBREAKER_{name}": "99999999999d"})
+
+
+# --- every safety setting out of range is refused at start --------------------------------
+
+APPROVALS = {"LOOPBREAKER_APPROVERS": "U024BE7LH"}
+
+
+@pytest.mark.parametrize(
+    ("name", "bad", "good"),
+    [
+        ("LOOPBREAKER_ACTION_SIGNING_KEY", "fifteen-chars!!", "sixteen-chars!!!"),
+        ("LOOPBREAKER_APPROVAL_TTL", "25h", "24h"),
+        ("LOOPBREAKER_MAX_UNREADY_SHARE", "30", "30%"),  # 30 is not 3000%
+        ("LOOPBREAKER_MAX_UNREADY_SHARE", "1.01", "1"),
+        ("LOOPBREAKER_MAX_UNREADY_SHARE", "-0.1", "0"),
+        ("LOOPBREAKER_MAX_DELETIONS_PER_HOUR", "101", "100"),
+        ("LOOPBREAKER_MAX_DELETIONS_PER_HOUR", "-1", "0"),
+    ],
+)
+def test_a_safety_setting_out_of_range_stops_the_start(name: str, bad: str, good: str) -> None:
+    base = {**APPROVALS, "LOOPBREAKER_ACTION_SIGNING_KEY": "a-long-enough-signing-key"}
+    load_settings({**base, name: good}, runtime=Runtime.LOCAL)  # the edge itself is fine
+    with pytest.raises(ConfigError, match=name):
+        load_settings({**base, name: bad}, runtime=Runtime.LOCAL)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from builders import ctx
+from chatkit import tamper
 
 from loopbreaker import incidents
 from loopbreaker.approval.requests import (
@@ -87,14 +87,6 @@ def test_a_signed_request_verifies_and_round_trips() -> None:
     assert sign_token(request(), KEY) == token  # deterministic: the message fingerprint holds
 
 
-def _tamper(token: str, **changes: object) -> str:
-    version, payload, signature = token.split(".")
-    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    data.update(changes)
-    raw = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-    return f"{version}.{base64.urlsafe_b64encode(raw).rstrip(b'=').decode()}.{signature}"
-
-
 @pytest.mark.parametrize(
     ("token", "reason"),
     [
@@ -121,9 +113,24 @@ def test_malformed_tokens_are_refused(token: object, reason: str) -> None:
     ],
 )
 def test_any_change_to_the_signed_payload_breaks_the_signature(changes: dict[str, str]) -> None:
-    forged = _tamper(sign_token(request(), KEY), **changes)
+    forged = tamper(sign_token(request(), KEY), **changes)
     with pytest.raises(ApprovalInvalid, match="signature does not verify"):
         verify_token(forged, KEY, T0)
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        lambda sig: "",  # no signature at all
+        lambda sig: sig[:-4],  # truncated
+        lambda sig: sig[:1],  # one character of it
+    ],
+    ids=["empty", "truncated", "one-character"],
+)
+def test_a_token_with_an_empty_or_truncated_signature_is_refused(cut: Any) -> None:
+    version, payload, signature = sign_token(request(), KEY).split(".")
+    with pytest.raises(ApprovalInvalid, match="signature"):
+        verify_token(f"{version}.{payload}.{cut(signature)}", KEY, T0)
 
 
 def test_a_token_signed_with_another_key_is_refused() -> None:

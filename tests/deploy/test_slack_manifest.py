@@ -72,8 +72,17 @@ def test_the_code_calls_slack_methods_the_scanner_finds() -> None:
     assert not unknown, f"add the bot scope of {unknown} to SCOPES and the manifest"
 
 
+def slash_commands_handled() -> bool:
+    """on_chat_action answers Slack slash commands (a form with a ``command`` field)."""
+    source = (LIBRARY / "app" / "chat_actions.py").read_text()
+    return '"command" not in form' in source
+
+
 def test_the_manifest_asks_for_exactly_the_scopes_the_calls_need() -> None:
-    needed = sorted({SCOPES[method] for method in slack_methods()})
+    needed = sorted(
+        {SCOPES[method] for method in slack_methods()}
+        | ({"commands"} if slash_commands_handled() else set())
+    )
     scopes = manifest()["oauth_config"]["scopes"]
     assert sorted(scopes["bot"]) == needed
     assert "user" not in scopes, "loopbreaker acts as its bot, never as a user"
@@ -104,6 +113,13 @@ def test_clicks_go_to_on_chat_action_and_no_events_are_subscribed() -> None:
     assert "event_subscriptions" not in settings
     assert settings["socket_mode_enabled"] is False
     assert manifest()["features"]["bot_user"]["display_name"]
+
+
+def test_the_slash_command_goes_to_on_chat_action() -> None:
+    assert slash_commands_handled()
+    [command] = manifest()["features"]["slash_commands"]
+    assert command["command"] == "/loopbreaker"
+    assert command["url"] == manifest()["settings"]["interactivity"]["request_url"]
 
 
 def test_the_terraform_output_renders_this_manifest_with_the_real_url() -> None:

@@ -466,6 +466,7 @@ def test_only_the_remediation_account_holds_the_destructive_permissions(
         "container.nodes.get",
         "container.nodes.list",
         "container.pods.list",
+        "container.events.create",  # an Event on the node for each step (issue 19)
     }
     holders = {
         name: spec

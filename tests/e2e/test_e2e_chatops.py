@@ -82,6 +82,7 @@ def test_approve_in_slack_publishes_exactly_one_remediation_request(
         "LOOPBREAKER_SLACK_BOT_TOKEN": "xoxb-e2e",
         "LOOPBREAKER_SLACK_CHANNEL": K.CHANNEL,
         "LOOPBREAKER_SLACK_API_URL": slack.api_url,
+        "LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX": slack.url + "/actions/",
         "LOOPBREAKER_REMEDIATION_TOPIC": topic,
     }
 
@@ -105,12 +106,19 @@ def test_approve_in_slack_publishes_exactly_one_remediation_request(
     served = function_server_factory(
         "on_chat_action", SOURCE, "http", {**env, "WORKERS": "2", "THREADS": "4"}
     )
-    payload = K.slack_payload(approve["value"], message_ts=incident.chat["ts"])
+    payload = K.slack_payload(
+        approve["value"],
+        message_ts=incident.chat["ts"],
+        response_url=slack.url + "/actions/T0123/123/xyz",
+    )
     clicks = [K.slack_request(payload, datetime.now(UTC)) for _ in range(8)]
     with ThreadPoolExecutor(max_workers=8) as pool:
         replies = list(pool.map(lambda c: post(served.url, *c), clicks))
-    statuses = sorted(status for status, _ in replies)
-    assert statuses == [200] + [409] * 7, (replies, served.log()[-3000:])
+    # Slack shows nothing of a reply body: every click gets 200, and the seven refused
+    # ones are told "already approved by …" in an ephemeral message.
+    assert [status for status, _ in replies] == [200] * 8, (replies, served.log()[-3000:])
+    told = [body["text"] for _, body in slack.responses]
+    assert len(told) == 7 and all("already approved by alice" in t for t in told), told
 
     # 3. Exactly one remediation request is on the topic, with its dedup attributes.
     pulled = subscriber.pull(request={"subscription": subscription, "max_messages": 10}, timeout=30)

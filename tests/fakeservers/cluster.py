@@ -11,8 +11,15 @@ On top of :class:`KubernetesServer`'s lists it serves, as the real apiserver doe
   ``eviction_script[(ns, name)]`` (one status per request: 201, 429 PDB refusal, 500, any
   other code) and otherwise 201 with the pod removed.
 
+* ``POST /apis/events.k8s.io/v1/namespaces/{ns}/events`` (and ``GET`` to list them),
+  validated as the apiserver validates a new ``events.k8s.io/v1`` Event (required
+  ``eventTime``, ``reportingController`` as a qualified name, ``reportingInstance``,
+  ``action`` and ``reason`` of at most 128 characters, ``note`` of at most 1 kB, ``type``
+  Normal or Warning, an Event about a cluster-scoped object in ``default``); 409 for a
+  name that exists. ``event_script`` answers the next writes with the given statuses.
+
 Everything mutating is recorded: ``mutations`` (method, path), ``patches``, ``evictions``,
-``deleted_pods``.
+``deleted_pods``. Events are kept apart in ``events`` (they record, they change nothing).
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ class ClusterServer(KubernetesServer):
     _POD = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)$")
     _EVICTION = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
     _LISTS = re.compile(r"^/api/v1/(nodes|pods|namespaces/([^/]+)/pods)$")
+    _EVENTS = re.compile(r"^/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events$")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -79,6 +87,10 @@ class ClusterServer(KubernetesServer):
         self.evictions: list[tuple[str, str, int]] = []
         #: (namespace, pod) per successful DELETE.
         self.deleted_pods: list[tuple[str, str]] = []
+        #: The Events written (as stored, with uid and resourceVersion).
+        self.events: list[dict[str, Any]] = []
+        #: Statuses answered to the next Event writes, one per request (e.g. [403, 500]).
+        self.event_script: list[int] = []
         self._state = threading.RLock()
         self._version = 12345
 
@@ -99,6 +111,8 @@ class ClusterServer(KubernetesServer):
         ):
             return self.error(401, "Unauthorized")
         with self._state:
+            if match := self._EVENTS.match(request.path):
+                return self._events(request, match.group(1))
             if request.method != "GET":
                 self.mutations.append((request.method, request.path))
             return self._route(request)
@@ -261,6 +275,61 @@ class ClusterServer(KubernetesServer):
             response.headers["Retry-After"] = str(retry_after)
         return response
 
+    # --- events.k8s.io/v1 -------------------------------------------------------------
+
+    def _events(self, request: Request, namespace: str) -> Response:
+        if request.method == "GET":
+            items = [e for e in self.events if e["metadata"]["namespace"] == namespace]
+            return Response.json(
+                {
+                    "kind": "EventList",
+                    "apiVersion": "events.k8s.io/v1",
+                    "metadata": {"resourceVersion": str(self._version)},
+                    "items": items,
+                }
+            )
+        if request.method != "POST":
+            return self._not_allowed(request)
+        if self.event_script:
+            code = self.event_script.pop(0)
+            return self.status(code, "InternalError" if code >= 500 else "Forbidden", "scripted")
+        try:
+            body = request.json()
+        except ValueError:
+            return self.status(400, "BadRequest", "the body of the request is not JSON")
+        if not isinstance(body, dict):
+            return self.status(400, "BadRequest", "the body is not an object")
+        errors = _event_errors(body, namespace)
+        if errors:
+            return self.status(
+                422,
+                "Invalid",
+                f'Event.events.k8s.io "{(body.get("metadata") or {}).get("name", "")}" is '
+                f"invalid: {', '.join(errors)}",
+            )
+        meta = dict(body.get("metadata") or {})
+        name = meta.get("name") or f"{meta.get('generateName', 'event-')}{len(self.events):05x}"
+        if any(e["metadata"]["name"] == name for e in self.events):
+            return self.status(
+                409, "AlreadyExists", f'events.events.k8s.io "{name}" already exists'
+            )
+        self._version += 1
+        stored = {
+            **body,
+            "metadata": {
+                **meta,
+                "name": name,
+                "namespace": namespace,
+                "uid": f"ev-{len(self.events):08d}",
+                "resourceVersion": str(self._version),
+            },
+        }
+        self.events.append(stored)
+        return Response.json(stored, 201)
+
+    def event_reasons(self) -> list[str]:
+        return [str(e.get("reason")) for e in self.events]
+
     # --- Status bodies ----------------------------------------------------------------
 
     def status(
@@ -289,6 +358,46 @@ class ClusterServer(KubernetesServer):
 
 
 # --- helpers --------------------------------------------------------------------------------
+
+_QUALIFIED = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+_MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$")
+_CLUSTER_SCOPED = {"Node", "Namespace", "PersistentVolume"}
+
+
+def _event_errors(body: dict[str, Any], namespace: str) -> list[str]:
+    """What the apiserver's ValidateEventCreate (events.k8s.io/v1) says of a new Event."""
+    errors = []
+    meta = body.get("metadata") or {}
+    if meta.get("namespace") not in (None, namespace):
+        errors.append("metadata.namespace: does not match the namespace of the request")
+    if not meta.get("name") and not meta.get("generateName"):
+        errors.append("metadata.name: Required value: name or generateName is required")
+    if not isinstance(body.get("eventTime"), str) or not _MICRO_TIME.match(body["eventTime"]):
+        errors.append("eventTime: Required value")
+    controller = body.get("reportingController")
+    if not isinstance(controller, str) or not _QUALIFIED.match(controller):
+        errors.append("reportingController: Invalid value: must be a qualified name")
+    for name in ("reportingInstance", "action", "reason"):
+        value = body.get(name)
+        if not isinstance(value, str) or not value:
+            errors.append(f"{name}: Required value")
+        elif len(value) > 128:
+            errors.append(f"{name}: Too long: may not be more than 128 bytes")
+    if len(str(body.get("note") or "").encode()) > 1024:
+        errors.append("note: Too long: may not be more than 1024 bytes")
+    if body.get("type") not in ("Normal", "Warning"):
+        errors.append('type: Unsupported value: supported values: "Normal", "Warning"')
+    regarding = body.get("regarding") or {}
+    if not regarding.get("kind") or not regarding.get("name"):
+        errors.append("regarding: Required value")
+    elif regarding.get("kind") in _CLUSTER_SCOPED and namespace != "default":
+        errors.append(
+            "namespace: Invalid value: an Event about a cluster-scoped object is in default"
+        )
+    return errors
 
 
 def _name(obj: dict[str, Any]) -> str | None:

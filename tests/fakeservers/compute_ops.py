@@ -159,6 +159,12 @@ class ComputeOpsServer(GoogleApiServer):
         record = self.instances.get(key)
         if record is None:
             return self._not_found(key)
+        if record.get("status") == "STOPPING":
+            # Compute refuses a second delete (another requestId) while one is running.
+            project, zone, name = key
+            return self.error(
+                400, f"The resource 'projects/{project}/zones/{zone}/instances/{name}' is not ready"
+            )
         op = self._start(key, "delete", record["id"], request_id)
         self.deletes.append((*key, request_id))
         if op.body["status"] != "DONE":

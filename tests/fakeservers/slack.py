@@ -34,8 +34,22 @@ class SlackServer(FakeServer):
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         #: Every authenticated call that reached a method: (method, body).
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        #: Every post to an interaction's response_url: (path, JSON body).
+        self.responses: list[tuple[str, dict[str, Any]]] = []
         self._seconds = 1719936116
         self._seq = 0
+
+    def _response_url(self, request: Request) -> Response:
+        """An interaction's ``response_url`` (``/actions/T…/…/…``): JSON in, ``ok`` out."""
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            return Response(400, b"invalid_payload", "text/plain")
+        if not isinstance(body, dict) or not (body.get("text") or body.get("blocks")):
+            return Response(400, b"no_text", "text/plain")
+        with self._lock:
+            self.responses.append((request.path, body))
+        return Response(200, b"ok", "text/html")
 
     @property
     def api_url(self) -> str:
@@ -55,6 +69,8 @@ class SlackServer(FakeServer):
         return Response.json({"ok": False, "error": code})
 
     def route(self, request: Request) -> Response:
+        if request.method == "POST" and request.path.startswith("/actions/"):
+            return self._response_url(request)
         if request.method != "POST" or not request.path.startswith("/api/"):
             return self.error(404, f"no route {request.method} {request.path}")
         method = request.path[len("/api/") :]

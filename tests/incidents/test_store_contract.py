@@ -4,28 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from fakes import FakeStore
+from fakes import StoreFactory
 
 from loopbreaker import incidents
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Arrival, IncidentKey, Policy, Scope, State
 from loopbreaker.incidents.store.base import IncidentStore, IngestResult, refresh
-from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.model import HostFailureRecord, Signal, SignalKind
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
 POLICY = Policy(grouping_window=timedelta(minutes=30), settle_time=timedelta(seconds=60))
 KEY = IncidentKey("proj", "tpu-cluster-prod", Scope.NODE_POOL, "spot-pool")
 
-StoreFactory = Callable[[], IncidentStore]
 T = TypeVar("T")
 
 
@@ -61,45 +57,6 @@ def arrival(
         message_id=message_id,
         policy=policy,
     )
-
-
-@pytest.fixture(params=["sqlite", "firestore", "fake"])
-def store_factory(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[StoreFactory]:
-    """A factory: every call opens another handle on the SAME store (a new connection)."""
-    opened: list[IncidentStore] = []
-    if request.param == "sqlite":
-        path = tmp_path / "incidents.sqlite"
-
-        def make() -> IncidentStore:
-            store = SqliteStore(path)
-            opened.append(store)
-            return store
-
-    elif request.param == "firestore":
-        emulator = request.getfixturevalue("firestore_emulator")
-        for name, value in emulator.env.items():
-            monkeypatch.setenv(name, value)
-        prefix = "t" + uuid.uuid4().hex[:12]
-        from loopbreaker.incidents.store.firestore import FirestoreStore
-
-        def make() -> IncidentStore:
-            store = FirestoreStore.connect(
-                project=emulator.project, database="(default)", prefix=prefix
-            )
-            opened.append(store)
-            return store
-
-    else:
-        shared = FakeStore()
-
-        def make() -> IncidentStore:
-            return shared
-
-    yield make
-    for store in opened:
-        store.close()
 
 
 @pytest.fixture
@@ -574,3 +531,41 @@ def test_a_join_only_arrival_never_opens_an_incident(store: IncidentStore) -> No
     assert joined.joined == opened.joined and not joined.created
     current = refresh(store, opened.joined, 500)
     assert current is not None and current.counts.get("alert_resolved") == 1
+
+
+def test_one_target_is_claimed_by_one_live_incident(store: IncidentStore) -> None:
+    first = store.ingest(arrival("a", 1)).joined
+    other = store.ingest(arrival("b", 1, key=dataclasses.replace(KEY, name="pool-b"))).joined
+    assert first and other and first != other
+    keys = ("vm:p/z/42", "host:h1")
+    assert store.claim_target(keys, first) is None
+    assert store.claim_target(keys, first) is None  # its own claim: a re-diagnosis
+    assert store.claim_target(("host:h1",), other) == first  # shares the host
+    assert store.claim_target(("vm:p/z/42",), other) == first  # shares the VM
+    assert store.claim_target(("vm:p/z/43", "host:h2"), other) is None  # another failure
+    # Once the holder is final, the target may be asked for again.
+    store.update(first, lambda i: dataclasses.replace(i, state=State.REJECTED))
+    assert store.claim_target(keys, other) is None
+    assert store.claim_target(keys, first) == other
+
+
+def test_concurrent_claims_of_one_target_have_one_winner(store_factory: StoreFactory) -> None:
+    handles = [store_factory() for _ in range(4)]
+    ids = [
+        handles[0].ingest(arrival(f"e{n}", 1, key=dataclasses.replace(KEY, name=f"p{n}"))).joined
+        for n in range(8)
+    ]
+    assert all(ids) and len(set(ids)) == 8
+    start = threading.Barrier(8)
+
+    def claim(n: int) -> str | None:
+        start.wait()
+        incident = ids[n]
+        assert incident is not None
+        return _retrying(lambda: handles[n % 4].claim_target(("vm:p/z/42",), incident))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        holders = list(pool.map(claim, range(8)))
+    winners = [ids[n] for n, holder in enumerate(holders) if holder is None]
+    assert len(winners) == 1
+    assert all(holder in (None, winners[0]) for holder in holders)

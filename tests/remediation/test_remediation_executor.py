@@ -357,8 +357,11 @@ def test_the_deletion_budget_is_counted_per_cluster(lab: R.Lab, request_: dict[s
     incident = lab.incident(request_["incident_id"])
     assert incident.state is State.FAILED and "2 VM deletion(s)" in incident.audit[-1].note
     assert mutations(lab) == [] and lab.compute.deletes == []
-    # An hour later the budget is back.
-    assert lab.store.deletions_since(cluster, lab.clock() + timedelta(hours=1)) == 0
+    # The budget is spent now, and back once the two deletions are over an hour old.
+    assert not lab.store.reserve_deletion(cluster, "inc-now", lab.clock(), 2)
+    later = lab.clock() + timedelta(minutes=61)
+    assert lab.store.deletions_since(cluster, later - timedelta(hours=1)) == 0
+    assert lab.store.reserve_deletion(cluster, "inc-later", later, 2)
 
 
 # --- redelivery -----------------------------------------------------------------------
@@ -559,3 +562,68 @@ def test_a_request_with_a_malformed_incident_id_is_invalid_input(
 
     with pytest.raises(InvalidInput, match="not an incident id"):
         lab.remediator(LIVE).handle({**request_, "incident_id": incident_id})
+
+
+# --- each safety guard on its own -------------------------------------------------------
+
+
+def test_a_limit_of_one_deletion_an_hour_is_spent_by_the_first_remediation(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    one = replace(LIVE, max_deletions_per_hour=1)
+    assert lab.remediator(one).handle(request_).result is Result.REMEDIATED
+    cluster = request_["target"]["cluster"]
+    # The executor's reservation is really counted: a second remediation in the cluster
+    # within the hour gets none, and deletes nothing.
+    assert lab.store.deletions_since(cluster, lab.clock() - timedelta(hours=1)) == 1
+    assert not lab.store.reserve_deletion(cluster, "inc-second", lab.clock(), 1)
+
+
+def test_an_operation_that_acted_on_another_vm_id_is_a_failure(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    original = lab.compute.route
+
+    def recreated_just_before_the_delete(request: Any) -> Any:
+        if request.method == "DELETE" and request.path.endswith(f"/instances/{R.NODE}"):
+            lab.compute.recreate(R.PROJECT, R.ZONE, R.NODE, "8888888888888888888")
+        return original(request)
+
+    lab.compute.route = recreated_just_before_the_delete  # type: ignore[method-assign]
+    handle_until_done(lab.remediator(LIVE), request_)
+    incident = lab.incident(request_["incident_id"])
+    assert incident.state is State.FAILED
+    assert steps_of(incident)["delete_vm"] == "failed"
+    assert "acted on VM id 8888888888888888888" in incident.audit[-1].note
+
+
+def test_a_crash_right_after_the_delete_ends_remediated_on_redelivery(
+    lab: R.Lab, request_: dict[str, Any]
+) -> None:
+    from loopbreaker.errors import TransientError
+
+    original = lab.compute.route
+    crashed = {"done": False}
+
+    def die_after_the_delete(request: Any) -> Any:
+        reply = original(request)
+        if request.method == "DELETE" and not crashed["done"]:
+            crashed["done"] = True
+            raise TransientError("the instance died right after the DELETE was accepted")
+        return reply
+
+    remediator = lab.remediator(LIVE)
+    lab.compute.running_polls = 3  # the delete is still running when the executor dies
+    lab.compute.route = die_after_the_delete  # type: ignore[method-assign]
+    with pytest.raises(Exception):  # noqa: B017 - the crash, whatever the client makes of it
+        remediator.handle(request_)
+    lab.compute.route = original  # type: ignore[method-assign]
+    lab.clock.advance(minutes=16)  # the crashed delivery's lease runs out
+    assert handle_until_done(remediator, request_).result is Result.REMEDIATED
+    incident = lab.incident(request_["incident_id"])
+    assert steps_of(incident)["delete_vm"] == "done"
+    sent = [r.param("requestId") for r in lab.compute.requests if r.method == "DELETE"]
+    assert len(sent) == 2 and len(set(sent)) == 1  # the redelivery sent the same requestId
+    assert len(lab.compute.deletes) == 1  # so Compute answered with the first operation
+    assert [d[2] for d in lab.compute.deleted] == [R.NODE]
+    assert incident.remediation is not None and incident.remediation.delete_request_id == sent[0]

@@ -133,6 +133,7 @@ def build_chat_actions(
     """Wire the service behind ``on_chat_action``. It can publish, never act on nodes."""
     from loopbreaker.app.chat_actions import ChatActions
     from loopbreaker.approval.verify import GoogleChatVerifier, SlackVerifier
+    from loopbreaker.chat.clients import SlackResponseUrl
 
     _warn_unknown(settings)
     settings = resolve_secrets(settings)
@@ -156,6 +157,11 @@ def build_chat_actions(
                 chat.google_chat_audience, chat.google_chat_certs_url, request=google_chat_request
             )
             if chat.google_chat_audience
+            else None
+        ),
+        slack_replies=(
+            SlackResponseUrl(chat.slack_response_url_prefix)
+            if chat.slack_signing_secret is not None
             else None
         ),
     )
@@ -218,6 +224,8 @@ def build_remediator(
         clock=clock if clock is not None else system_clock,
         policy=settings.remediation.policy,
         sleep=sleep,
+        verify_window=settings.verify_window,
+        verify_every=settings.verify_every,
     )
 
 
@@ -230,11 +238,15 @@ def build_actuators(
     """
     from loopbreaker.app.remediation_executor import Actuators
     from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+    from loopbreaker.errors import ActionFailed
     from loopbreaker.remediation.actuators import (
         DryRunNodes,
         DryRunSupport,
         DryRunVms,
+        LazyEvents,
         LazyNodes,
+        MemoryEvents,
+        NodeEvents,
         Nodes,
         Recorder,
         Unavailable,
@@ -285,16 +297,24 @@ def build_actuators(
             )
         )
 
+    def events_of(nodes: Nodes) -> NodeEvents:
+        inner = nodes.unwrap() if isinstance(nodes, LazyNodes) else nodes
+        if isinstance(inner, KubernetesNodes):
+            return inner.events()
+        raise ActionFailed("no Kubernetes API to write Events to")
+
     def factory(incident: Incident, target: Target) -> Actuators:
         nodes = nodes_for(incident, target)
         if not config.policy.dry_run:
-            return Actuators(nodes, vms, support)
+            return Actuators(nodes, vms, support, events=LazyEvents(lambda: events_of(nodes)))
         recorder = Recorder()
+        # A dry run writes no Event either: they are kept in memory, never sent.
         return Actuators(
             DryRunNodes(nodes, recorder),
             DryRunVms(vms, recorder),
             DryRunSupport(recorder) if support is not None else None,
             recorder,
+            events=MemoryEvents(),
         )
 
     return factory

@@ -11,6 +11,20 @@ Order of checks, each refusing with its status and changing nothing:
    and the click came from the incident's own message (409 when already decided, expired
    or superseded; 400 otherwise). Of concurrent clicks exactly one wins.
 
+A refusal of a click whose platform credentials verified is answered so the clicker can
+read it: Slack drops the body of a ``block_actions`` reply, so the reply is 200 and the
+reason goes to the interaction's ``response_url`` as an ephemeral message; Google Chat
+shows the reply, so it is 200 with a Chat message of the reason and nothing else. The
+security status (400, 403, 409) stays in the log line and the ``X-Loopbreaker-Refusal``
+header. An unverified request gets its 401, and nothing is posted anywhere for it.
+
+While remediation is paused (``loopbreaker pause``, or the chat command below) an
+approval is refused (409, with a reply naming who paused, why and until when); a
+rejection is still taken. The pause command itself -- a Slack slash command
+(``/loopbreaker pause [until=2h] REASON``, ``/loopbreaker resume``, ``/loopbreaker
+status``) or a Google Chat slash command message with the same text -- is verified like
+a click (steps 1 and 4: the platform's signature or token, then the approver list).
+
 Only then, for an approval, is one remediation request published (with the incident id
 as ordering key and a dedup id), and the message updated to show who decided. If the
 publish fails the approval stays recorded and ``on_schedule`` publishes it later: a
@@ -19,12 +33,11 @@ decision is never lost, and never published twice under two ids.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from loopbreaker import incidents
@@ -44,6 +57,8 @@ from loopbreaker.chat.render import google_chat_message
 from loopbreaker.errors import (
     ApprovalInvalid,
     ConfigError,
+    InvalidInput,
+    LoopbreakerError,
     NotAnApprover,
     TransientError,
     Unauthenticated,
@@ -52,11 +67,22 @@ from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.queue import RemediationQueue, publish_approved
+from loopbreaker.signals import decode
 
 #: The Google Chat event parameter that carries the signed action request.
 ACTION_PARAMETER = "action_request"
 #: Bodies larger than this are not a chat click (Slack's payloads are a few KiB).
 MAX_BODY_BYTES = 256 * 1024
+
+
+#: Header naming the security status of a refusal answered 200 (see the module doc).
+REFUSAL_HEADER = "X-Loopbreaker-Refusal"
+
+
+class ClickReplies(Protocol):
+    """Answers a Slack click where the clicker reads it (``response_url``)."""
+
+    def ephemeral(self, url: str, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,8 @@ class Click:
     user_name: str | None = None
     #: Identifies the message clicked (Slack ts, Chat message name), when known.
     message: str | None = None
+    #: Slack's ``response_url`` of the interaction.
+    response_url: str | None = None
 
 
 class ChatActions:
@@ -86,6 +114,7 @@ class ChatActions:
         approvers: frozenset[str],
         slack: SlackVerifier | None = None,
         google_chat: GoogleChatVerifier | None = None,
+        slack_replies: ClickReplies | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         self.store = store
@@ -96,17 +125,28 @@ class ChatActions:
         self.approvers = approvers
         self.slack = slack
         self.google_chat = google_chat
+        self.slack_replies = slack_replies
         self._log = logger or get_logger("chatops")
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> Reply:
         lowered = {k.lower(): v for k, v in headers.items()}
         platform: Platform | None = None
+        verified = False
+        click: Click | None = None
         try:
             platform = self._platform(lowered)
-            click = self._authenticate(platform, lowered, body)
+            self._verify(platform, lowered, body)
+            verified = True
+            command = parse_command(platform, body)
+            if command is not None:
+                return self._command(command)
+            click = parse_slack(body) if platform is Platform.SLACK else parse_google_chat(body)
             return self._decide(click)
         except ApprovalInvalid as exc:
-            return self._refuse(exc, platform)
+            reply = self._refuse(exc, platform)
+            if not verified or platform is None or exc.http_status == 401:
+                return reply
+            return self._answer(reply, exc, platform, click, body)
         except TransientError as exc:
             event(
                 self._log,
@@ -129,18 +169,29 @@ class ChatActions:
             "neither X-Slack-Signature nor an Authorization bearer token: not a chat platform"
         )
 
-    def _authenticate(self, platform: Platform, headers: Mapping[str, str], body: bytes) -> Click:
+    def _verify(self, platform: Platform, headers: Mapping[str, str], body: bytes) -> None:
         if len(body) > MAX_BODY_BYTES:
             raise ApprovalInvalid(f"request body of {len(body)} bytes is too large")
-        if platform is Platform.SLACK:
-            if self.slack is None:
-                raise Unauthenticated("Slack clicks are off: no LOOPBREAKER_SLACK_SIGNING_SECRET")
-            self.slack.verify(headers, body)
-            return parse_slack(body)
-        if self.google_chat is None:
-            raise Unauthenticated("Google Chat clicks are off: no LOOPBREAKER_GOOGLE_CHAT_AUDIENCE")
-        self.google_chat.verify(headers)
-        return parse_google_chat(body)
+        try:
+            if platform is Platform.SLACK:
+                if self.slack is None:
+                    raise Unauthenticated(
+                        "Slack clicks are off: no LOOPBREAKER_SLACK_SIGNING_SECRET"
+                    )
+                self.slack.verify(headers, body)
+            else:
+                if self.google_chat is None:
+                    raise Unauthenticated(
+                        "Google Chat clicks are off: no LOOPBREAKER_GOOGLE_CHAT_AUDIENCE"
+                    )
+                self.google_chat.verify(headers)
+        except (ValueError, TypeError, RecursionError) as exc:
+            # The verifiers' libraries read forged credentials too: a signature that is
+            # not ASCII (hmac.compare_digest's TypeError), a token whose JSON nests
+            # without end. Whatever they trip over does not verify.
+            raise Unauthenticated(
+                f"{platform.value} credentials do not verify: {type(exc).__name__}"
+            ) from exc
 
     # --- 3 .. 5: the decision -----------------------------------------------------------
 
@@ -151,9 +202,18 @@ class ChatActions:
         request = verify_token(click.token, self.signing_key, now)
         if not is_approver(self.approvers, click.platform, click.user):
             raise NotAnApprover(
-                f"{click.user_name or click.user} ({click.user}) is not in LOOPBREAKER_APPROVERS"
+                f"you are not an approver: {click.user_name or click.user} ({click.user}) is "
+                f"not in LOOPBREAKER_APPROVERS for {click.platform.value}"
             )
         decision = Decision.APPROVED if click.action == APPROVE_ACTION else Decision.REJECTED
+        if decision is Decision.APPROVED:
+            pause = self.store.current_pause(now)
+            if pause is not None:
+                raise RemediationPaused(
+                    f"remediation is {pause.describe()}. Approvals are refused until "
+                    "`loopbreaker resume` (or `/loopbreaker resume`); a rejection is still "
+                    "taken"
+                )
 
         def change(current: Incident) -> Incident:
             _same_message(current, click)
@@ -198,6 +258,8 @@ class ChatActions:
                 reason=str(exc),
             )
             text = f"Incident {incident.id} {decision.value}; the message updates shortly."
+            if click.platform is Platform.GOOGLE_CHAT:
+                return Reply(200, {"text": text})
             return Reply(200, {"text": text, "incident_id": incident.id})
 
     def _after_decision(
@@ -214,9 +276,9 @@ class ChatActions:
             "published": published,
         }
         if click.platform is Platform.GOOGLE_CHAT:
-            # Google Chat replaces the clicked card with the one in the reply.
-            reply = {**reply, "actionResponse": {"type": "UPDATE_MESSAGE"}}
-            reply.update(google_chat_message(message))
+            # Google Chat replaces the clicked card with the message in the reply, which
+            # must be a Chat message and nothing else.
+            reply = {"actionResponse": {"type": "UPDATE_MESSAGE"}, **google_chat_message(message)}
             self.store.update(
                 incident.id, lambda i: incidents.mark_notified(i, message.fingerprint)
             )
@@ -242,6 +304,52 @@ class ChatActions:
             incident.id, lambda i: incidents.mark_notified(i, message.fingerprint, where)
         )
 
+    # --- the pause command --------------------------------------------------------------
+
+    def _command(self, command: Command) -> Reply:
+        now = self.clock()
+        if not is_approver(self.approvers, command.platform, command.user):
+            raise NotAnApprover(
+                f"you are not an approver: {command.user_name or command.user} "
+                f"({command.user}) is not in LOOPBREAKER_APPROVERS for {command.platform.value}"
+            )
+        who = f"{command.user_name or command.user} ({command.user}) via {command.platform.value}"
+        if command.verb == "pause":
+            until = _until(command.until, now) if command.until else None
+            try:
+                record = incidents.new_pause(who, command.reason, now, until)
+            except InvalidInput as exc:
+                raise ApprovalInvalid(str(exc)) from exc
+            held = self.store.pause(record)
+            text = (
+                f"Already {held.describe()}; nothing changed."
+                if held is not None
+                else f"Remediation {record.describe()}. Approvals are refused and nothing is "
+                "cordoned, drained or deleted until `/loopbreaker resume`."
+            )
+        elif command.verb == "resume":
+            ended = self.store.resume(who, now)
+            text = (
+                f"Resumed by {who}; it was {ended.describe()}. Approved incidents remediate "
+                "again (refused requests go out with the next on_schedule)."
+                if ended is not None
+                else "Remediation was not paused; nothing changed."
+            )
+        else:
+            pause = self.store.current_pause(now)
+            text = f"Remediation is {pause.describe()}." if pause else "Remediation is not paused."
+        event(
+            self._log,
+            logging.WARNING if command.verb != "status" else logging.INFO,
+            f"chat command {command.verb} by {who}: {text}",
+            event=f"remediation_{command.verb}" if command.verb != "status" else "pause_status",
+            platform=command.platform.value,
+            user=command.user,
+        )
+        if command.platform is Platform.GOOGLE_CHAT:
+            return Reply(200, {"text": text})
+        return Reply(200, {"response_type": "in_channel", "text": text})
+
     def _refuse(self, exc: ApprovalInvalid, platform: Platform | None) -> Reply:
         status = exc.http_status
         event(
@@ -255,6 +363,131 @@ class ChatActions:
             error=type(exc).__name__,
         )
         return Reply(status, {"text": f"Refused, nothing was changed: {exc}", "status": status})
+
+    def _answer(
+        self,
+        refused: Reply,
+        exc: ApprovalInvalid,
+        platform: Platform,
+        click: Click | None,
+        body: bytes,
+    ) -> Reply:
+        """A verified clicker's refusal, where they can read it (see the module doc)."""
+        text = f"Nothing was changed: {exc}"
+        headers = {REFUSAL_HEADER: str(refused.status)}
+        if platform is Platform.GOOGLE_CHAT:
+            return Reply(200, {"text": text}, headers)
+        url = click.response_url if click else _slack_response_url(body)
+        if url and self.slack_replies is not None:
+            try:
+                self.slack_replies.ephemeral(url, text)
+            except (TransientError, ConfigError) as post:
+                event(
+                    self._log,
+                    logging.WARNING,
+                    f"could not tell the clicker why the click was refused: {post}",
+                    event="chat_refusal_not_delivered",
+                    reason=str(post),
+                )
+        return Reply(200, {"text": text, "status": refused.status}, headers)
+
+
+class RemediationPaused(ApprovalInvalid):
+    """An approval while remediation is paused."""
+
+    http_status = 409
+
+
+#: The verbs of the pause command.
+COMMAND_VERBS = ("pause", "resume", "status")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A verified platform's pause / resume / status command."""
+
+    platform: Platform
+    verb: str
+    user: str
+    user_name: str | None = None
+    reason: str = ""
+    until: str | None = None
+
+
+def _until(raw: str, now: datetime) -> datetime:
+    from loopbreaker.app.settings import parse_duration
+    from loopbreaker.timeutil import parse_rfc3339
+
+    try:
+        return now + parse_duration(raw)
+    except ValueError:
+        pass
+    try:
+        return parse_rfc3339(raw, what="until")
+    except LoopbreakerError as exc:
+        raise ApprovalInvalid(
+            f"until={raw!r}: expected a duration (2h) or an RFC 3339 time"
+        ) from exc
+
+
+def parse_command_text(platform: Platform, text: str, user: str, name: str | None) -> Command:
+    """``pause [until=2h] REASON`` | ``resume`` | ``status``."""
+    words = text.split()
+    if not words or words[0].lower() not in COMMAND_VERBS:
+        raise ApprovalInvalid(
+            "usage: /loopbreaker pause [until=2h] REASON | /loopbreaker resume | "
+            "/loopbreaker status"
+        )
+    verb, rest = words[0].lower(), words[1:]
+    until = None
+    if rest and rest[0].lower().startswith("until="):
+        until, rest = rest[0].split("=", 1)[1], rest[1:]
+    return Command(platform, verb, user, name, " ".join(rest), until)
+
+
+def parse_command(platform: Platform, body: bytes) -> Command | None:
+    """The pause command, if the verified body is one (a slash command); None otherwise."""
+    if platform is Platform.SLACK:
+        try:
+            form = parse_qs(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return None
+        if "command" not in form or "payload" in form:
+            return None
+        user_id = (form.get("user_id") or [""])[0]
+        if not user_id:
+            raise ApprovalInvalid("Slack command names no user_id")
+        user_name = (form.get("user_name") or [""])[0] or None
+        return parse_command_text(platform, (form.get("text") or [""])[0], user_id, user_name)
+    try:
+        event_ = decode.loads(body, what="Google Chat event")
+    except decode.InvalidJson:
+        return None
+    if not isinstance(event_, Mapping) or event_.get("type") != "MESSAGE":
+        return None
+    message = event_.get("message")
+    if not isinstance(message, Mapping) or not isinstance(message.get("slashCommand"), Mapping):
+        return None
+    sender = event_.get("user")
+    email = sender.get("email") if isinstance(sender, Mapping) else None
+    if not isinstance(email, str) or not email:
+        raise ApprovalInvalid("Google Chat event names no user email")
+    display = sender.get("displayName") if isinstance(sender, Mapping) else None
+    text = message.get("argumentText")
+    return parse_command_text(
+        platform, text if isinstance(text, str) else "", email, str(display) if display else None
+    )
+
+
+def _slack_response_url(body: bytes) -> str | None:
+    """The response_url of a verified Slack body that did not parse as a click."""
+    try:
+        form = parse_qs(body.decode("utf-8"))
+        payload = decode.loads(form["payload"][0], what="Slack payload")
+    except (UnicodeDecodeError, ValueError, KeyError, IndexError, decode.InvalidJson):
+        return None
+    url = payload.get("response_url") if isinstance(payload, Mapping) else None
+    return url if isinstance(url, str) else None
 
 
 def _same_message(incident: Incident, click: Click) -> None:
@@ -298,6 +531,7 @@ def parse_slack(body: bytes) -> Click:
     name = user.get("username") or user.get("name") if isinstance(user, Mapping) else None
     container = payload.get("container")
     message_ts = container.get("message_ts") if isinstance(container, Mapping) else None
+    response_url = payload.get("response_url")
     return Click(
         platform=Platform.SLACK,
         action=str(action_id),
@@ -305,6 +539,7 @@ def parse_slack(body: bytes) -> Click:
         user=user_id,
         user_name=str(name) if name else None,
         message=str(message_ts) if message_ts else None,
+        response_url=response_url if isinstance(response_url, str) else None,
     )
 
 
@@ -352,9 +587,9 @@ def _parameters(value: object) -> dict[str, object]:
 
 def _json_object(raw: str | bytes, what: str) -> Mapping[str, Any]:
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise ApprovalInvalid(f"{what} is not JSON: {exc}") from exc
+        value = decode.loads(raw, what=what)
+    except decode.InvalidJson as exc:
+        raise ApprovalInvalid(exc.reason) from None
     if not isinstance(value, Mapping):
         raise ApprovalInvalid(f"{what} is not a JSON object")
     return value

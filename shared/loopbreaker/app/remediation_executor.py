@@ -10,6 +10,14 @@ Live runs move the incident ``approved -> remediating -> remediated | failed`` u
 lease, so two deliveries of one request never act at once. A dry run (the default) reads
 the same state through the real readers, records every mutating call it *would* make on
 the incident, and leaves it ``approved``: the plan is there for a human to read.
+
+While remediation is paused (``loopbreaker pause``, or from chat), every request is
+refused before the first mutating call: the refusal is recorded on the incident, which
+stays ``approved`` (its request counts as unpublished again, so ``on_schedule`` sends it
+once more after ``loopbreaker resume``). Each step taken or refused also writes an
+``events.k8s.io/v1`` Event on the node (``LoopbreakerCordoned``, ``LoopbreakerRefused``...);
+an Event that cannot be written is logged and never changes the outcome. A remediated
+incident is then watched for ``LOOPBREAKER_VERIFY_WINDOW`` (see ``on_schedule``).
 """
 
 from __future__ import annotations
@@ -26,11 +34,19 @@ from loopbreaker.approval.requests import Approval, Target
 from loopbreaker.chat import notify
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.errors import ActionFailed, InvalidInput, TransientError
-from loopbreaker.incidents import Incident, State
+from loopbreaker.incidents import Incident, PauseRecord, State
 from loopbreaker.incidents.records import Outcome, RemediationRecord, Step, StepRecord
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
-from loopbreaker.remediation.actuators import Eviction, Nodes, Recorder, SupportCases, Vms
+from loopbreaker.remediation.actuators import (
+    Eviction,
+    NodeEvent,
+    NodeEvents,
+    Nodes,
+    Recorder,
+    SupportCases,
+    Vms,
+)
 from loopbreaker.remediation.rules import (
     POOL_LABEL,
     REMEDIATION_LEASE,
@@ -63,6 +79,8 @@ class Actuators:
     support: SupportCases | None = None
     #: Set for dry-run actuators: the mutating calls they would have made.
     recorder: Recorder | None = None
+    #: Where the Events about the node go (none: not written).
+    events: NodeEvents | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -84,6 +102,8 @@ class Result(StrEnum):
     DUPLICATE = "duplicate"
     #: Not the incident's approval (or no such incident): nothing changed.
     IGNORED = "ignored"
+    #: Remediation is paused: refused before any mutating call, the incident unchanged.
+    PAUSED = "paused"
 
 
 @dataclass(frozen=True)
@@ -116,6 +136,8 @@ class Remediator:
         policy: RemediationPolicy,
         sleep: Callable[[float], None] | None = None,
         logger: logging.Logger | None = None,
+        verify_window: timedelta = timedelta(hours=2),
+        verify_every: timedelta = timedelta(minutes=10),
     ) -> None:
         import time
 
@@ -127,6 +149,8 @@ class Remediator:
         self.policy = policy
         self._sleep = sleep or time.sleep
         self._log = logger or get_logger("remediation")
+        self.verify_window = verify_window
+        self.verify_every = verify_every
 
     # --- entry ----------------------------------------------------------------------
 
@@ -149,9 +173,101 @@ class Remediator:
         if incident.state not in (State.APPROVED, State.REMEDIATING):
             return self._ignored(request, f"incident is {incident.state.value}")
         kit = self.actuators(incident, approval.target)
+        # Before anything else that could act: a pause holds every step, dry runs too.
+        pause = self.store.current_pause(self.clock())
+        if pause is not None:
+            return self._refuse_paused(incident, approval, pause, kit)
         if kit.dry_run:
             return self._plan(incident, approval, request, kit)
         return self._run(incident, approval, request, kit)
+
+    def _refuse_paused(
+        self, incident: Incident, approval: Approval, pause: PauseRecord, kit: Actuators
+    ) -> Report:
+        now = self.clock()
+        reason = f"remediation is {pause.describe()}"
+
+        def change(current: Incident) -> Incident | None:
+            if current.state not in (State.APPROVED, State.REMEDIATING):
+                return None
+            last = current.audit[-1] if current.audit else None
+            if current.state is State.REMEDIATING and last and reason in last.note:
+                return None  # a redelivery of the same refusal: say it once
+            return incidents.refuse_paused(current, pause, now, ACTOR)
+
+        stored = self.store.update(incident.id, change)
+        current = stored.incident or incident
+        event(
+            self._log,
+            logging.WARNING,
+            f"remediation of {incident.id} refused: {reason}",
+            labels=current.labels(),
+            event="remediation_refused_paused",
+            reason=reason,
+            paused_by=pause.by,
+            pause_id=pause.id,
+        )
+        if stored.changed:
+            self._emit(
+                kit,
+                current,
+                approval,
+                "LoopbreakerRefused",
+                "Refuse",
+                f"refused, nothing changed: {reason}",
+                warning=True,
+            )
+            self._post(current, pause)
+        if current.state is State.REMEDIATING:
+            # Half done (cordoned, maybe drained): Pub/Sub keeps redelivering until resume.
+            raise TransientError(f"incident {incident.id} is mid-remediation and {reason}")
+        return Report(Result.PAUSED, incident.id, reason)
+
+    # --- Events -------------------------------------------------------------------------
+
+    def _emit(
+        self,
+        kit: Actuators,
+        incident: Incident,
+        approval: Approval,
+        reason: str,
+        action: str,
+        what: str,
+        *,
+        warning: bool = False,
+    ) -> None:
+        """Write one Event on the approved node; a failure is logged, never raised."""
+        if kit.events is None:
+            return
+        name = approval.actor_name
+        who = f"{name} ({approval.actor})" if name and name != approval.actor else approval.actor
+        note = (
+            f"{what} | incident {incident.id}, approved by {who} via "
+            f"{approval.platform.value}{_chat_link(incident)}"
+        )
+        try:
+            record = NodeEvent(
+                approval.target.node, reason, action, note, self.clock(), warning=warning
+            )
+            kit.events.node_event(record)
+        except (ActionFailed, TransientError, InvalidInput, OSError, ValueError) as exc:
+            event(
+                self._log,
+                logging.WARNING,
+                f"could not write Event {reason} on node {approval.target.node}: {exc}",
+                labels=incident.labels(),
+                event="node_event_failed",
+                reason=reason,
+                error=type(exc).__name__,
+            )
+
+    def _emit_step(
+        self, kit: Actuators, incident: Incident, approval: Approval, step: StepRecord
+    ) -> None:
+        found = step_event(step)
+        if found is not None:
+            reason, action, warning = found
+            self._emit(kit, incident, approval, reason, action, step.detail, warning=warning)
 
     def _ignored(self, request: RemediationRequest, reason: str) -> Report:
         event(
@@ -189,9 +305,9 @@ class Remediator:
                 if record.done(step) is not None:
                     continue
                 outcome, detail, calls = action(current, approval, started, kit)
-                current = self._record(
-                    current, StepRecord(step, outcome, self.clock(), detail, calls)
-                )
+                done = StepRecord(step, outcome, self.clock(), detail, calls)
+                current = self._record(current, done)
+                self._emit_step(kit, current, approval, done)
                 if outcome is Outcome.FAILED and step is not Step.SUPPORT_CASE:
                     return self._finish(current, State.FAILED, f"{step.value} failed: {detail}")
         except TransientError:
@@ -200,10 +316,9 @@ class Remediator:
             self.store.update(current.id, release)
             raise
         except _Stop as stop:
-            current = self._record(
-                self._get(current.id),
-                StepRecord(stop.step, Outcome.FAILED, self.clock(), stop.reason, stop.calls),
-            )
+            stopped = StepRecord(stop.step, Outcome.FAILED, self.clock(), stop.reason, stop.calls)
+            current = self._record(self._get(current.id), stopped)
+            self._emit_step(kit, current, approval, stopped)
             return self._finish(current, State.FAILED, f"{stop.step.value} failed: {stop.reason}")
         support = current.remediation.done(Step.SUPPORT_CASE) if current.remediation else None
         note = "host isolated" + (
@@ -304,6 +419,7 @@ class Remediator:
                 detail = f"drained: {len(evicted)} pod(s) evicted, {len(skipped)} left alone"
                 return Outcome.DONE, detail, tuple(f"evict {p}" for p in sorted(evicted))
             blocked = []
+            batch: list[str] = []
             for pod in to_evict:
                 try:
                     result = kit.nodes.evict(pod)
@@ -314,6 +430,17 @@ class Remediator:
                     blocked.append(pod)
                 elif result is Eviction.EVICTED:
                     evicted.add(f"{pod.namespace}/{pod.name}")
+                    batch.append(f"{pod.namespace}/{pod.name}")
+            if batch and not kit.dry_run:
+                self._emit(
+                    kit,
+                    incident,
+                    approval,
+                    "LoopbreakerEvicted",
+                    "Evict",
+                    f"evicted {len(batch)} pod(s): {', '.join(batch)}"
+                    + (f"; {len(blocked)} blocked by a PodDisruptionBudget" if blocked else ""),
+                )
             if kit.dry_run:
                 names = ", ".join(f"{p.namespace}/{p.name}" for p in to_evict)
                 return Outcome.PLANNED, f"would evict {len(to_evict)} pod(s): {names}", ()
@@ -486,13 +613,21 @@ class Remediator:
         now = self.clock()
         done = self.store.update(incident.id, lambda i: finish(i, to, note, now))
         current = done.incident or incident
+        if to is State.REMEDIATED:
+            # on_schedule checks the outcome from now on (see responder.verify).
+            first = now + self.verify_every
+            watched = self.store.update(
+                incident.id,
+                lambda i: incidents.start_verification(i, now, self.verify_window, first),
+            )
+            current = watched.incident or current
         self._post(current)
         steps = current.remediation.steps if current.remediation else ()
         result = Result.REMEDIATED if to is State.REMEDIATED else Result.FAILED
         return Report(result, current.id, note, steps)
 
-    def _post(self, incident: Incident) -> None:
-        message = notify.render(incident)
+    def _post(self, incident: Incident, pause: PauseRecord | None = None) -> None:
+        message = notify.render(incident, pause=pause)
         if message.fingerprint == incident.notified_fingerprint:
             return
         try:
@@ -510,6 +645,43 @@ class Remediator:
         self.store.update(
             incident.id, lambda i: incidents.mark_notified(i, message.fingerprint, where)
         )
+
+
+def _chat_link(incident: Incident) -> str:
+    """Where the incident's thread is, for an Event note (platform ids, not a secret)."""
+    where = incident.chat or {}
+    if where.get("message"):
+        return f"; chat {where['message']}"
+    if where.get("channel") and where.get("ts"):
+        return f"; chat {where.get('platform', 'slack')} {where['channel']}/{where['ts']}"
+    return ""
+
+
+#: (step, outcome) -> (Event reason, action, warning?)
+_STEP_EVENTS: Mapping[tuple[Step, Outcome], tuple[str, str, bool]] = {
+    (Step.RECHECK, Outcome.FAILED): ("LoopbreakerRefused", "Recheck", True),
+    (Step.CORDON, Outcome.DONE): ("LoopbreakerCordoned", "Cordon", False),
+    (Step.CORDON, Outcome.FAILED): ("LoopbreakerCordonFailed", "Cordon", True),
+    (Step.DRAIN, Outcome.DONE): ("LoopbreakerDrained", "Drain", False),
+    (Step.DRAIN, Outcome.FAILED): ("LoopbreakerDrainFailed", "Drain", True),
+    (Step.DELETE_VM, Outcome.DONE): ("LoopbreakerVMDeleted", "DeleteVM", False),
+    (Step.DELETE_VM, Outcome.FAILED): ("LoopbreakerVMDeleteFailed", "DeleteVM", True),
+    (Step.REPORT_FAULTY, Outcome.DONE): ("LoopbreakerHostReported", "ReportHostAsFaulty", False),
+    (Step.REPORT_FAULTY, Outcome.FAILED): (
+        "LoopbreakerHostReportFailed",
+        "ReportHostAsFaulty",
+        True,
+    ),
+    (Step.SUPPORT_CASE, Outcome.DONE): ("LoopbreakerSupportCaseFiled", "SupportCase", False),
+    (Step.SUPPORT_CASE, Outcome.FAILED): ("LoopbreakerSupportCaseFailed", "SupportCase", True),
+}
+
+
+def step_event(step: StepRecord) -> tuple[str, str, bool] | None:
+    """The Event a recorded step writes on the node, if any (a passed re-check writes none)."""
+    if step.step is Step.DRAIN and "timed out" in step.detail:
+        return "LoopbreakerDrainTimedOut", "Drain", True
+    return _STEP_EVENTS.get((step.step, step.outcome))
 
 
 class _Stop(Exception):  # noqa: N818 - control flow inside this module only

@@ -8,6 +8,14 @@ settle time has passed: claim, collect evidence within the query budget, run the
 engine, record the host failures, store the diagnosis, notify once per change. A final
 incident whose notification failed is due again only to retry that notification.
 
+``settle`` also checks the outcome of remediated incidents (``verify``): each is due every
+``LOOPBREAKER_VERIFY_EVERY`` until it is ``verified`` (no restart of the workload in
+``LOOPBREAKER_VERIFY_WINDOW``) or ``recurred`` (a restart on the same physical host, or
+the recreated VM on that host). It is claimed like a diagnosis (a lease on ``settle_at``
+in one store transaction), so concurrent schedules never check one incident twice, and
+at most ``LOOPBREAKER_SETTLE_BATCH`` are looked at per run. While remediation is paused
+every message carries a banner, and approved requests are not (re)published.
+
 Failures while settling one incident: a TransientError keeps it due (its lease runs out,
 or it is re-armed) and the next settle retries; InvalidInput (a broken telemetry file, a
 bad setting) stops the retries for that incident, with a note in its audit trail, until
@@ -30,11 +38,13 @@ from typing import Any
 
 from loopbreaker import incidents
 from loopbreaker.app.settings import Settings
-from loopbreaker.approval.requests import choose_target
+from loopbreaker.approval.requests import Target, choose_target
 from loopbreaker.chat import notify
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.diagnosis import engine, render
 from loopbreaker.diagnosis.evidence import EvidenceProvider, QueryBudget
+from loopbreaker.diagnosis.steps import restarts
+from loopbreaker.diagnosis.steps.common import Notes
 from loopbreaker.errors import (
     ConfigError,
     InvalidContext,
@@ -42,7 +52,15 @@ from loopbreaker.errors import (
     InvalidLogEntry,
     TransientError,
 )
-from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Policy
+from loopbreaker.incidents import (
+    Arrival,
+    DiagnosisRecord,
+    Incident,
+    PauseRecord,
+    Policy,
+    Verdict,
+    VerificationRecord,
+)
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.model import (
@@ -51,6 +69,8 @@ from loopbreaker.model import (
     Evidence,
     EvidenceKind,
     HostFailureRecord,
+    HostPlace,
+    NodeInfo,
     Signal,
     SignalKind,
     SourceStatus,
@@ -59,7 +79,7 @@ from loopbreaker.remediation.queue import LogQueue, RemediationQueue, publish_ap
 from loopbreaker.signals.alerts import AlertSignal
 from loopbreaker.signals.classify import classify
 from loopbreaker.signals.envelope import Delivery
-from loopbreaker.timeutil import parse_rfc3339
+from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 Clock = Callable[[], datetime]
 Diagnose = Callable[[Context, Evidence], Diagnosis]
@@ -102,6 +122,10 @@ class SettleReport:
     published: list[str] = field(default_factory=list)
     failed: list[dict[str, str]] = field(default_factory=list)
     pruned: int = 0
+    #: Remediated incidents looked at, and those concluded this run.
+    checked: list[str] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    recurred: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +135,9 @@ class SettleReport:
             "published": self.published,
             "failed": self.failed,
             "pruned": self.pruned,
+            "checked": self.checked,
+            "verified": self.verified,
+            "recurred": self.recurred,
         }
 
 
@@ -159,6 +186,7 @@ class Responder:
         approvals: Approvals | None = None,
         queue: RemediationQueue | None = None,
         approval_clock: Clock | None = None,
+        reject_level: int = logging.ERROR,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -173,7 +201,12 @@ class Responder:
         self._render = render_diagnosis
         self._policy = policy_of(settings, self.approvals)
         self._notifier_misconfigured = False
+        #: The pause in force when this settle began (for the message banner).
+        self._pause: PauseRecord | None = None
         self._log = logger or get_logger("responder")
+        #: The level of the one line per rejected delivery: ERROR in the functions (an
+        #: alert watches it); a replay lists its rejections in the summary instead.
+        self.reject_level = reject_level
         self._lock = threading.Lock()
         #: Outcome counts since start (accepted, duplicate, rejected, ignored, ...).
         self.stats: Counter[str] = Counter()
@@ -340,11 +373,11 @@ class Responder:
         return Outcome(Status.DUPLICATE, message_id, kind=signal.kind.value)
 
     def reject(self, message_id: str | None, reason: str, **fields: Any) -> Outcome:
-        """Bad input: one ERROR line naming the message and the reason; acknowledged."""
+        """Bad input: one line (ERROR by default) naming the message and the reason."""
         self._count(Status.REJECTED)
         event(
             self._log,
-            logging.ERROR,
+            self.reject_level,
             f"rejected message {message_id or '(no messageId)'}: {reason}",
             labels={"message_id": message_id},
             event="entry_rejected",
@@ -360,6 +393,7 @@ class Responder:
         """Expire stale approval requests; diagnose incidents whose settle time passed."""
         now = now or self.clock()
         report = SettleReport()
+        self._pause = self.store.current_pause(now)
         batch = self.settings.settle_batch
         for incident_id in self.store.expiring(now, batch):
             work = partial(self._expire_one, incident_id, now, report)
@@ -442,6 +476,9 @@ class Responder:
         if not claimed.changed or claimed.incident is None:
             return  # someone else holds it, or it is no longer due
         incident = claimed.incident
+        if incidents.verifying(incident):
+            self._verify_one(incident, now, report)
+            return
         if incident.final:
             # Final incidents are never diagnosed again: only a failed notification is due.
             self._notify(incident, report)
@@ -474,14 +511,24 @@ class Responder:
         self.store.record_host_failures(
             incidents.host_failures(incident_id, diagnosis, signals, evidence.nodes or ())
         )
-        stored = self.store.update(
-            incident_id,
-            lambda i: incidents.apply_diagnosis(
-                i, record, now=now, policy=self._policy, requested_at=self.approval_clock()
-            ),
-        )
+        holder = self._holder(incident_id, record)
+        if holder is None:
+            stored = self.store.update(
+                incident_id,
+                lambda i: incidents.apply_diagnosis(
+                    i, record, now=now, policy=self._policy, requested_at=self.approval_clock()
+                ),
+            )
+        else:
+            stored = self.store.update(
+                incident_id,
+                lambda i: incidents.link(i, holder, record, now=now, policy=self._policy),
+            )
         if not stored.changed or stored.incident is None:
             return
+        if holder is not None:
+            count = stored.incident.signal_count
+            self.store.update(holder, lambda h: incidents.note_linked(h, incident_id, count, now))
         if tallied is not None and stored.incident.settle_at is None:
             # Signals that arrived during the diagnosis did not touch the head: look once
             # more after the settle time, and diagnose again only if there are any.
@@ -504,6 +551,15 @@ class Responder:
         )
         self._notify(stored.incident, report)
 
+    def _holder(self, incident_id: str, record: DiagnosisRecord) -> str | None:
+        """The incident already asking approval for this diagnosis' target, if any: one
+        failure seen through several incidents (two nodes of one host, the workload's own
+        errors) asks once. The claim is one store transaction, so racing settles agree."""
+        if record.target is None or not record.requires_approval:
+            return None
+        # Also with approvals off: one failure is still one message.
+        return self.store.claim_target(incidents.target_keys(record.target), incident_id)
+
     def _not_yet(self, incident: Incident, now: datetime, report: SettleReport) -> bool:
         """For a store that counts at settle: still receiving, or nothing new? Then wait."""
         quiet = incident.last_signal_at + self.settings.settle_time
@@ -519,10 +575,13 @@ class Responder:
         return False
 
     def _notify(self, incident: Incident, report: SettleReport) -> None:
+        if incident.linked_to is not None:
+            return  # silenced: the incident it is linked to carries the one message
         message = notify.render(
             incident,
             signing_key=self.approvals.signing_key,
             approvals_off=self.approvals.off_reason,
+            pause=self._pause,
         )
         if message.fingerprint == incident.notified_fingerprint:
             return
@@ -556,7 +615,11 @@ class Responder:
         self._count("notified")
 
     def _publish_pending(self, now: datetime, report: SettleReport) -> None:
-        """Publish approvals whose chat action could not (the outbox of on_chat_action)."""
+        """Publish approvals whose chat action could not (the outbox of on_chat_action).
+
+        Not while paused: the executor would refuse them; after the resume they go out."""
+        if self._pause is not None:
+            return
         for incident in self.store.list_incidents(states={incidents.State.APPROVED}):
             if not incidents.unpublished(incident) or incident.approval is None:
                 continue
@@ -570,6 +633,267 @@ class Responder:
                 continue
             report.published.append(incident.id)
             self._notify(updated, report)
+
+    # --- outcome verification ---------------------------------------------------------
+
+    def _verify_one(self, incident: Incident, now: datetime, report: SettleReport) -> None:
+        """Look at a remediated workload once: verified, recurred, or look again later."""
+        check = incident.verification
+        assert check is not None
+        base = incidents.context_for(incident, default_kind=self.settings.workload_kind)
+        # The window the check looks at: from the remediation until now.
+        half = max(now - check.since, timedelta(seconds=1)) / 2
+        context = replace(base, issue_time=check.since + half, window=half)
+        budget = QueryBudget(self.settings.query_budget)
+        evidence = self.evidence.collect(context, budget)
+        target = incident.approval.target if incident.approval else None
+        if not context.cluster and target is not None and target.cluster:
+            context = replace(context, cluster=target.cluster)
+        if not context.workload:
+            # A host or pool incident names no workload: watch the one that ran on the node.
+            context = replace(context, **_workload_on(target, evidence))
+        found = assess(check, target, context, evidence, now)
+        report.checked.append(incident.id)
+        event(
+            self._log,
+            logging.INFO,
+            f"verification of {incident.id}: {found.verdict.value}",
+            labels=incident.labels(),
+            event="incident_verification",
+            verdict=found.verdict.value,
+            findings=list(found.findings),
+            queries=budget.spent,
+        )
+        if found.verdict is Verdict.WATCHING:
+            other = self._other_cause(incident, found, now, context) if found.other else None
+            next_at = None if found.stop else now + self.settings.verify_every
+            stored = self.store.update(
+                incident.id,
+                lambda i: incidents.note_check(i, now, next_at, found.findings, other),
+            )
+            if stored.incident is not None and stored.changed:
+                self._notify(stored.incident, report)
+            return
+        other = self._other_cause(incident, found, now, context) if found.other else None
+        concluded = self.store.update(
+            incident.id,
+            lambda i: incidents.conclude(i, found.verdict, now, found.note, found.findings, other),
+        )
+        if not concluded.changed or concluded.incident is None:
+            return
+        done = concluded.incident
+        if found.verdict is Verdict.RECURRED:
+            report.recurred.append(incident.id)
+            self._count("recurred")
+            if check.host:
+                # The host stays in the host memory: a repeat offender on its next failure.
+                self.store.record_host_failures(
+                    [
+                        HostFailureRecord(
+                            check.host, target.node if target else None, now, incident.id
+                        )
+                    ]
+                )
+        else:
+            report.verified.append(incident.id)
+            self._count("verified")
+        event(
+            self._log,
+            logging.WARNING if found.verdict is Verdict.RECURRED else logging.INFO,
+            f"incident {incident.id} {found.verdict.value}: {found.note}",
+            labels=done.labels(),
+            event=f"incident_{found.verdict.value}",
+            verdict=found.verdict.value,
+            root_cause=done.diagnosis.root_cause if done.diagnosis else None,
+            physical_host=check.host,
+            durations=durations(done),
+        )
+        self._notify(done, report)
+
+    def _other_cause(
+        self, incident: Incident, found: Assessment, now: datetime, context: Context
+    ) -> str | None:
+        """Open (once) a new incident for a restart that is not this incident's cause."""
+        check = incident.verification
+        if check is not None and check.other_incident:
+            return check.other_incident
+        namespace, workload = context.namespace, context.workload
+        if not workload or not context.cluster:
+            return None
+        signal = Signal(
+            kind=SignalKind.JOB_RESTARTING,
+            timestamp=found.other_at or now,
+            project=incident.key.project,
+            cluster=context.cluster,
+            location=incident.location,
+            namespace=namespace or None,
+            workload=workload,
+            reason=f"restart after the remediation of {incident.id}: {found.other[0]}"[:500],
+            insert_id=f"verify-{incident.id}",
+        )
+        key = incidents.IncidentKey(
+            incident.key.project,
+            context.cluster,
+            incidents.Scope.WORKLOAD,
+            f"{namespace}/{workload}" if namespace else workload,
+        )
+        arrival = Arrival(
+            key=key,
+            signal=signal,
+            event_time=signal.timestamp or now,
+            now=now,
+            # One new incident per verification, however often the check runs.
+            entry_id=incidents.digest(f"verify-other/{incident.id}"),
+            message_id=None,
+            policy=self._policy,
+        )
+        result = self.store.ingest(arrival)
+        return result.joined
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What one look at a remediated workload found."""
+
+    verdict: Verdict
+    note: str
+    findings: tuple[str, ...] = ()
+    #: Restarts that are not this incident's (another host): a new, linked incident.
+    other: tuple[str, ...] = ()
+    other_at: datetime | None = None
+    #: Nothing can be decided (no restart data at the window's end): stop looking.
+    stop: bool = False
+
+
+def _same_host(a: str | None, b: str | None) -> bool:
+    one, two = HostPlace.parse(a), HostPlace.parse(b)
+    return one is not None and two is not None and one.host == two.host
+
+
+def assess(
+    check: VerificationRecord,
+    target: Target | None,
+    context: Context,
+    evidence: Evidence,
+    now: datetime,
+) -> Assessment:
+    """The outcome of a remediation so far (pure): step 1 of the diagnosis (restart series,
+    restart Events, conditions) over [since, now], each restart placed on its host, and
+    the Compute place of the recreated VM."""
+    nodes = {n.name: n for n in evidence.nodes or ()}
+    # The recreated VM: same name (its managed instance group keeps it), a new id.
+    if target is not None and check.host:
+        for node in nodes.values():
+            new_vm = node.instance == target.instance or node.name == target.node
+            if (
+                new_vm
+                and node.instance_id
+                and node.instance_id != target.instance_id
+                and _same_host(node.physical_host, check.host)
+            ):
+                finding = (
+                    f"the recreated VM {target.instance} (id {node.instance_id}) landed on the "
+                    f"same physical host {check.host}"
+                )
+                return Assessment(Verdict.RECURRED, finding, (finding,))
+    notes = Notes()
+    signals = tuple(
+        s for s in evidence.signals or () if s.timestamp is None or s.timestamp > check.since
+    )
+    seen = restarts.step1(context, evidence, signals, notes)
+    if seen.loop:
+        where = _restart_places(context, evidence, check.since)
+        same = [w for w, node in where if _on_host(node, nodes, check.host, target)]
+        others = [w for w, node in where if not _on_host(node, nodes, check.host, target)]
+        what = f"+{seen.increase:g} restart(s)" if seen.increase else "a restart"
+        if same or not where:
+            # Unplaced restarts count against the remediation: the safe reading.
+            finding = f"{what} of {context.workload} since the remediation: " + (
+                "; ".join(same) if same else "no pod placement known, counted as the same cause"
+            )
+            return Assessment(Verdict.RECURRED, finding, (finding,))
+        other_at = max((s.timestamp for s in signals if s.timestamp), default=None)
+        finding = f"{what} of {context.workload} on another host: {'; '.join(others)}"
+        if now >= check.until:
+            note = f"loop broken on host {check.host or 'the isolated host'}; {finding}"
+            return Assessment(Verdict.VERIFIED, note, (finding,), tuple(others), other_at)
+        return Assessment(Verdict.WATCHING, finding, (finding,), tuple(others), other_at)
+    if now < check.until:
+        return Assessment(Verdict.WATCHING, "no restart so far")
+    if seen.loop is None:
+        finding = (
+            "cannot verify: no restart series or restart Events of "
+            f"{context.workload or 'the workload'} could be read"
+        )
+        return Assessment(Verdict.WATCHING, finding, (finding,), stop=True)
+    span = (check.until - check.since).total_seconds() / 3600
+    note = f"loop broken: no restart in {span:g} h since {format_rfc3339(check.since)}"
+    return Assessment(Verdict.VERIFIED, note, (note,))
+
+
+def _workload_on(target: Target | None, evidence: Evidence) -> dict[str, Any]:
+    """The workload (and namespace) whose pods ran on the remediated node, if one did."""
+    pods = [p for p in evidence.pods or () if p.workload]
+    on_node = [p for p in pods if target is not None and p.node == target.node]
+    for pod in on_node or pods[:1]:
+        return {"workload": pod.workload, "namespace": pod.namespace}
+    return {}
+
+
+def _on_host(
+    node: str | None, nodes: Mapping[str, NodeInfo], host: str | None, target: Target | None
+) -> bool:
+    if node is None:
+        return True  # unplaced: the safe reading
+    if target is not None and node == target.node:
+        return True
+    info = nodes.get(node)
+    return info is not None and _same_host(info.physical_host, host)
+
+
+def _restart_places(
+    context: Context, evidence: Evidence, since: datetime
+) -> list[tuple[str, str | None]]:
+    """(what, node) per pod of the workload that restarted since ``since`` (per-pod restart
+    series), else where the workload's pods run now (a JobSet's restarts name no pod)."""
+    pod_node = {p.name: p.node for p in evidence.pods or ()}
+    for series in evidence.pod_info or ():
+        pod, node = series.labels.get("pod"), series.labels.get("node")
+        if pod and node:
+            pod_node.setdefault(pod, node)
+    out = []
+    for series in evidence.restarts or ():
+        pod = series.labels.get("pod")
+        if not pod or not pod.startswith(context.workload):
+            continue
+        before = [s.value for s in series.samples if s.at <= since]
+        after = [s.value for s in series.samples if s.at > since]
+        if after and max(after) > (before[-1] if before else after[0]):
+            node = pod_node.get(pod)
+            out.append((f"pod {pod} restarted on node {node or 'unknown'}", node))
+    if out:
+        return out
+    mine = [
+        p
+        for p in evidence.pods or ()
+        if p.node and (p.workload == context.workload or p.name.startswith(context.workload + "-"))
+    ]
+    return [(f"pod {p.name} runs on node {p.node}", p.node) for p in mine]
+
+
+def durations(incident: Incident) -> dict[str, float | None]:
+    """Seconds from the first signal to diagnosis, approval, remediated and verified."""
+    start = incident.first_event
+    marks: dict[str, datetime | None] = {
+        "to_diagnosis": incident.diagnosis.at if incident.diagnosis else None,
+        "to_approval": incident.approval.at if incident.approval else None,
+        "to_remediated": incident.remediation.finished_at if incident.remediation else None,
+        "to_verified": incident.verification.decided_at if incident.verification else None,
+    }
+    return {
+        f"seconds_{name}": (at - start).total_seconds() if at else None
+        for name, at in marks.items()
+    }
 
 
 def merge_evidence(

@@ -41,9 +41,12 @@ PREFIX = "LOOPBREAKER_"
 MAX_DURATION = timedelta(days=366)
 
 #: PromQL/Logging queries one diagnosis of one incident may spend.
-DEFAULT_QUERY_BUDGET = 10
+DEFAULT_QUERY_BUDGET = 16
 #: Incidents diagnosed per ``on_schedule`` call, so one call stays well inside its timeout.
 DEFAULT_SETTLE_BATCH = 25
+#: After `remediated`: how long the workload is watched, and how often it is looked at.
+DEFAULT_VERIFY_WINDOW = timedelta(hours=2)
+DEFAULT_VERIFY_EVERY = timedelta(minutes=10)
 #: The embedded store of local runs (relative to the working directory).
 DEFAULT_LOCAL_STORE = "sqlite:.loopbreaker/incidents.sqlite"
 DEFAULT_CLOUD_STORE = "firestore"
@@ -54,6 +57,8 @@ DEFAULT_LOG_LEVEL = "INFO"
 #: Approval requests may not outlive this, however LOOPBREAKER_APPROVAL_TTL is set.
 MAX_APPROVAL_TTL = timedelta(hours=24)
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+#: Where Slack's ``response_url`` of an interaction points; others are never posted to.
+DEFAULT_SLACK_RESPONSE_URL_PREFIX = "https://hooks.slack.com/"
 DEFAULT_GOOGLE_CHAT_CERTS_URL = (
     "https://www.googleapis.com/service_accounts/v1/metadata/x509/chat@system.gserviceaccount.com"
 )
@@ -124,6 +129,7 @@ class ChatOps:
     slack_channel: str | None = None
     slack_signing_secret: Secret | None = None
     slack_api_url: str = DEFAULT_SLACK_API_URL
+    slack_response_url_prefix: str = DEFAULT_SLACK_RESPONSE_URL_PREFIX
     google_chat_webhook_url: Secret | None = None
     google_chat_space: str | None = None
     google_chat_audience: str | None = None
@@ -183,6 +189,10 @@ class Settings:
     query_budget: int = DEFAULT_QUERY_BUDGET
     settle_batch: int = DEFAULT_SETTLE_BATCH
     dedup_retention: timedelta = DEFAULT_DEDUP_RETENTION
+    #: How long a remediated workload is watched before it counts as ``verified``.
+    verify_window: timedelta = DEFAULT_VERIFY_WINDOW
+    #: How often ``on_schedule`` looks at a workload under watch.
+    verify_every: timedelta = DEFAULT_VERIFY_EVERY
     dry_run: bool = True
     #: Query Managed Prometheus, Cloud Logging and the GKE API when diagnosing.
     live_sources: bool = False
@@ -243,6 +253,18 @@ VARIABLES: tuple[Variable, ...] = (
         "LOOPBREAKER_STALE_AFTER",
         "`6h`",
         "An incident awaiting approval longer than this becomes `expired`.",
+    ),
+    Variable(
+        "LOOPBREAKER_VERIFY_WINDOW",
+        "`2h`",
+        "After `remediated`, watch the workload this long: no restart of the same cause "
+        "makes it `verified`, one on the same host (or the new VM on it) `recurred`.",
+    ),
+    Variable(
+        "LOOPBREAKER_VERIFY_EVERY",
+        "`10m`",
+        "How often `on_schedule` checks a workload under watch (at most "
+        "`LOOPBREAKER_SETTLE_BATCH` incidents per run).",
     ),
     Variable(
         "LOOPBREAKER_MAX_SIGNALS",
@@ -367,6 +389,12 @@ VARIABLES: tuple[Variable, ...] = (
         "Slack Web API base URL (tests and gateways point it elsewhere).",
     ),
     Variable(
+        "LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX",
+        f"`{DEFAULT_SLACK_RESPONSE_URL_PREFIX}`",
+        "A refused click is answered in an ephemeral message through the interaction's "
+        "`response_url`, only when it starts with this (tests point it elsewhere).",
+    ),
+    Variable(
         "LOOPBREAKER_GOOGLE_CHAT_WEBHOOK_URL",
         "none",
         "Incoming webhook of a Google Chat space (one thread per incident).",
@@ -395,8 +423,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_APPROVERS",
         "none",
-        "Comma-separated Slack user ids and/or Google Chat emails who may approve or reject; "
-        "none: approvals are off.",
+        "Comma-separated Slack user ids and/or Google Chat emails who may approve or reject "
+        "(`slack:` / `google-chat:` may say which); a Slack click matches only user ids, a "
+        "Chat click only emails. None: approvals are off.",
     ),
     Variable(
         "LOOPBREAKER_ACTION_SIGNING_KEY",
@@ -502,6 +531,13 @@ def load_settings(
     settle = _duration("SETTLE_TIME", get("SETTLE_TIME"), DEFAULT_SETTLE_TIME)
     stale = _duration("STALE_AFTER", get("STALE_AFTER"), DEFAULT_STALE_AFTER)
     retention = _duration("DEDUP_RETENTION", get("DEDUP_RETENTION"), DEFAULT_DEDUP_RETENTION)
+    verify_window = _duration("VERIFY_WINDOW", get("VERIFY_WINDOW"), DEFAULT_VERIFY_WINDOW)
+    verify_every = _duration("VERIFY_EVERY", get("VERIFY_EVERY"), DEFAULT_VERIFY_EVERY)
+    for name, value in (("VERIFY_WINDOW", verify_window), ("VERIFY_EVERY", verify_every)):
+        if value < timedelta(minutes=1):
+            raise ConfigError(
+                f"{PREFIX}{name}: must be at least 1m (on_schedule runs every minute)"
+            )
     for name, value in (("GROUPING_WINDOW", grouping), ("STALE_AFTER", stale)):
         if value <= timedelta(0):
             raise ConfigError(f"{PREFIX}{name}: must be longer than zero")
@@ -529,6 +565,8 @@ def load_settings(
         query_budget=_int("QUERY_BUDGET", get("QUERY_BUDGET"), DEFAULT_QUERY_BUDGET),
         settle_batch=_int("SETTLE_BATCH", get("SETTLE_BATCH"), DEFAULT_SETTLE_BATCH),
         dedup_retention=retention,
+        verify_window=verify_window,
+        verify_every=verify_every,
         dry_run=remediation.policy.dry_run,
         live_sources=_bool("LIVE_SOURCES", get("LIVE_SOURCES"), runtime is Runtime.CLOUD),
         telemetry_dir=Path(telemetry) if telemetry else None,
@@ -658,6 +696,9 @@ def _chatops(
         slack_signing_secret=_secret(get, "SLACK_SIGNING_SECRET"),
         # slack_sdk joins method names onto the base URL: it must end in a slash.
         slack_api_url=slack_api if slack_api.endswith("/") else slack_api + "/",
+        slack_response_url_prefix=_url(
+            get, "SLACK_RESPONSE_URL_PREFIX", DEFAULT_SLACK_RESPONSE_URL_PREFIX
+        ),
         google_chat_webhook_url=_secret(get, "GOOGLE_CHAT_WEBHOOK_URL"),
         google_chat_space=get("GOOGLE_CHAT_SPACE"),
         google_chat_audience=get("GOOGLE_CHAT_AUDIENCE"),

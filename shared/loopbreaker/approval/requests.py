@@ -27,7 +27,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from loopbreaker.errors import ApprovalInvalid
+from loopbreaker.errors import ApprovalInvalid, InvalidInput
 from loopbreaker.model import Diagnosis, NodeInfo, RemediationPath, Signal
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -270,7 +270,7 @@ def verify_token(token: object, key: bytes, now: datetime) -> ActionRequest:
     if len(token) > MAX_TOKEN_LENGTH:
         raise ApprovalInvalid("the action request is too long to be one of ours")
     parts = token.split(".")
-    if len(parts) != 3 or parts[0] != TOKEN_VERSION:
+    if not token.isascii() or len(parts) != 3 or parts[0] != TOKEN_VERSION:
         raise ApprovalInvalid(f"the action request is not a {TOKEN_VERSION} token")
     signed_part = f"{parts[0]}.{parts[1]}"
     try:
@@ -280,28 +280,44 @@ def verify_token(token: object, key: bytes, now: datetime) -> ActionRequest:
     # Signature first, in constant time: nothing of an unsigned payload is read.
     if not hmac.compare_digest(signature, _mac(key, signed_part)):
         raise ApprovalInvalid("the action request's signature does not verify (tampered?)")
+    # Signed by our key, yet decoded as carefully as any input: the key may leak, and a
+    # bug that signed a bad value must not become a 500.
     try:
-        data = json.loads(_unb64(parts[1]))
-    except (binascii.Error, ValueError) as exc:
+        data = json.loads(_unb64(parts[1]).decode("utf-8"))
+    except (binascii.Error, ValueError, RecursionError) as exc:
         raise ApprovalInvalid("the signed action request is not JSON") from exc
-    if not isinstance(data, dict) or set(data) != _PAYLOAD_KEYS or data.get("v") != 1:
+    if (
+        not isinstance(data, dict)
+        or set(data) != _PAYLOAD_KEYS
+        or type(data["v"]) is not int
+        or data["v"] != 1
+    ):
         raise ApprovalInvalid("the signed action request has an unknown shape")
+    for name in sorted(_PAYLOAD_KEYS - {"v"}):
+        value = data[name]
+        if not isinstance(value, str):
+            raise ApprovalInvalid(f"the signed action request's {name} is not a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApprovalInvalid(
+                f"the signed action request's {name} is not valid Unicode text"
+            ) from None
     try:
-        request = ActionRequest(
-            incident_id=str(data["incident_id"]),
-            approval_id=str(data["approval_id"]),
-            action=str(data["action"]),
-            node=str(data["node"]),
-            instance=str(data["instance"]),
-            instance_id=str(data["instance_id"]),
-            zone=str(data["zone"]),
-            project=str(data["project"]),
-            expires_at=parse_rfc3339(str(data["expires_at"])),
-        )
-    except LookupError as exc:
-        raise ApprovalInvalid(f"the signed action request lacks {exc}") from exc
-    except ValueError as exc:
+        expires_at = parse_rfc3339(data["expires_at"], what="expires_at")
+    except InvalidInput as exc:
         raise ApprovalInvalid(f"the signed action request has a bad expiry: {exc}") from exc
+    request = ActionRequest(
+        incident_id=data["incident_id"],
+        approval_id=data["approval_id"],
+        action=data["action"],
+        node=data["node"],
+        instance=data["instance"],
+        instance_id=data["instance_id"],
+        zone=data["zone"],
+        project=data["project"],
+        expires_at=expires_at,
+    )
     if request.expires_at <= now:
         raise ApprovalInvalid(
             f"the action request expired at {format_rfc3339(request.expires_at)}; "
@@ -324,27 +340,43 @@ _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 
 
+#: Optional prefixes that say which platform an approver entry is for.
+_APPROVER_PREFIXES = {"slack:": Platform.SLACK, "google-chat:": Platform.GOOGLE_CHAT}
+
+
 def parse_approvers(raw: str) -> frozenset[str]:
-    """``U0123ABC,alice@example.com`` -> the set; ValueError naming a malformed entry."""
+    """``U0123ABC,alice@example.com`` -> the set; ValueError naming a malformed entry.
+
+    A Slack user id is a Slack approver, an email a Google Chat approver; an entry may say
+    so with ``slack:`` or ``google-chat:``, and must then have that platform's shape.
+    """
     found: set[str] = set()
     for part in raw.split(","):
         name = part.strip()
         if not name:
             continue
-        if _SLACK_USER.match(name):
-            found.add(name)
-        elif _EMAIL.match(name):
-            found.add(name.lower())  # Google Chat emails are case-insensitive
+        platform = next((p for k, p in _APPROVER_PREFIXES.items() if name.startswith(k)), None)
+        bare = name.split(":", 1)[1].strip() if platform else name
+        if platform in (None, Platform.SLACK) and _SLACK_USER.match(bare):
+            found.add(bare)
+        elif platform in (None, Platform.GOOGLE_CHAT) and _EMAIL.match(bare):
+            found.add(bare.lower())  # Google Chat emails are case-insensitive
         else:
             raise ValueError(
                 f"{name!r} is neither a Slack user id (U0123ABCD) nor an email address"
+                + (f" for {platform.value}" if platform else "")
             )
     return frozenset(found)
 
 
 def is_approver(approvers: Iterable[str], platform: Platform, user: str) -> bool:
-    wanted = user.lower() if platform is Platform.GOOGLE_CHAT else user
-    return bool(user) and wanted in set(approvers)
+    """Each platform's clicks match only its own kind of identity: a Slack click by a
+    Slack user id, a Google Chat click by the verified email, never the other's."""
+    if not user:
+        return False
+    if platform is Platform.SLACK:
+        return bool(_SLACK_USER.match(user)) and user in set(approvers)
+    return bool(_EMAIL.match(user)) and user.lower() in set(approvers)
 
 
 # --- which node and VM ---------------------------------------------------------------

@@ -235,3 +235,27 @@ def _where(created: Mapping[str, Any], previous: Mapping[str, str] | None) -> Ma
 def client_message_id(incident_id: str) -> str:
     """Chat API client-assigned ids: ``client-`` + lowercase letters, digits, hyphens (<= 63)."""
     return ("client-" + re.sub(r"[^a-z0-9-]", "-", incident_id.lower()))[:63]
+
+
+class SlackResponseUrl:
+    """Answers a click in Slack through the interaction's ``response_url`` (slack_sdk's
+    ``WebhookClient``): Slack drops the HTTP body of a ``block_actions`` reply, so this is
+    the only way the clicker reads why nothing happened. Only URLs under ``prefix``."""
+
+    def __init__(self, prefix: str, timeout: int = 5) -> None:
+        self.prefix = prefix
+        self.timeout = timeout
+
+    def ephemeral(self, url: str, text: str) -> None:
+        if not url.startswith(self.prefix):
+            raise ConfigError(f"response_url {url[:80]!r} is not under {self.prefix}")
+        from slack_sdk.webhook import WebhookClient
+
+        try:
+            response = WebhookClient(url, timeout=self.timeout).send(
+                text=text[:3000], response_type="ephemeral", replace_original=False
+            )
+        except Exception as exc:  # the library raises URLError, OSError, SlackRequestError
+            raise TransientError(f"cannot post to response_url: {exc}") from exc
+        if response.status_code != 200:
+            raise TransientError(f"response_url answered HTTP {response.status_code}")

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from loopbreaker.approval.requests import ActionRequest, Target, sign_token
 from loopbreaker.errors import TransientError
-from loopbreaker.incidents import Incident, State
+from loopbreaker.incidents import Incident, PauseRecord, State, Verdict
 from loopbreaker.logs import event, get_logger
 from loopbreaker.timeutil import format_rfc3339
 
@@ -36,6 +36,8 @@ _SEVERITY = {
     State.EXPIRED: "INFO",
     State.REMEDIATED: "INFO",
     State.FAILED: "ERROR",
+    State.VERIFIED: "INFO",
+    State.RECURRED: "ERROR",
 }
 
 
@@ -80,11 +82,20 @@ class Notification:
     approval_note: str | None = None
     #: The remediation's steps so far ("cordon: done: cordoned"), or its dry-run plan.
     remediation: tuple[str, ...] = ()
+    #: Shown on top of every message while remediation is paused.
+    banner: str | None = None
+    #: The outcome check after remediation ("loop broken: no restart in 2 h since ...").
+    verification: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
         """Changes exactly when what a reader sees changes."""
-        body = json.dumps(asdict(self), sort_keys=True, default=str)
+        data = asdict(self)
+        # Left out while empty, so messages posted before these existed keep their print.
+        for name in ("banner", "verification"):
+            if not data[name]:
+                del data[name]
+        body = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,12 +121,17 @@ MAX_HOST_ROWS = 5
 
 
 def render(
-    incident: Incident, *, signing_key: bytes | None = None, approvals_off: str | None = None
+    incident: Incident,
+    *,
+    signing_key: bytes | None = None,
+    approvals_off: str | None = None,
+    pause: PauseRecord | None = None,
 ) -> Notification:
     """The message for an incident in its current state (pure).
 
     With ``signing_key``, an open approval request becomes signed Approve / Reject
     buttons; without one (``approvals_off`` says why) the message says approvals are off.
+    ``pause`` (the pause in force, if any) puts a banner on top.
     """
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}"
@@ -187,7 +203,45 @@ def render(
         approval=prompt,
         approval_note=note,
         remediation=_progress(incident),
+        banner=pause_banner(pause) if pause else None,
+        verification=verification_lines(incident),
     )
+
+
+def pause_banner(pause: PauseRecord) -> str:
+    """The line every message carries while remediation is paused."""
+    until = f" until {format_rfc3339(pause.until)}" if pause.until else " until resumed"
+    return (
+        f"Remediation is PAUSED{until} by {pause.by}: {pause.reason}. Diagnosis and "
+        "messages go on; approvals are refused and nothing is cordoned, drained or deleted."
+    )
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:g} h" if hours >= 1 else f"{seconds / 60:g} min"
+
+
+def verification_lines(incident: Incident) -> tuple[str, ...]:
+    """What the outcome check says: watching, loop broken, or recurred with its evidence."""
+    check = incident.verification
+    if check is None:
+        return ()
+    span = _hours((check.until - check.since).total_seconds())
+    if check.verdict is Verdict.VERIFIED:
+        lines = [f"Loop broken: no restart in {span} since {format_rfc3339(check.since)}."]
+    elif check.verdict is Verdict.RECURRED:
+        host = f" (host {check.host} is a repeat offender)" if check.host else ""
+        lines = [f"RECURRED after remediation{host}; escalate:"]
+    else:
+        lines = [
+            f"Watching for a restart of the same cause until {format_rfc3339(check.until)} "
+            f"({check.checks} check(s) so far)."
+        ]
+    lines += [f"• {f}" for f in check.findings[-5:]]
+    if check.other_incident:
+        lines.append(f"A restart of another cause opened {check.other_incident}.")
+    return tuple(lines)
 
 
 def _progress(incident: Incident) -> tuple[str, ...]:
@@ -364,6 +418,8 @@ class LogNotifier:
             notification_severity=notification.severity,
             fingerprint=notification.fingerprint,
             approval_note=notification.approval_note,
+            banner=notification.banner,
+            verification=list(notification.verification),
             approval_request=notification.approval.request_id if notification.approval else None,
         )
         return None

@@ -61,6 +61,8 @@ def slack_message(n: Notification) -> dict[str, Any]:
     """``{"text", "blocks"}`` for chat.postMessage / chat.update."""
     e = _mrkdwn_escape
     blocks: list[dict[str, Any]] = [{"type": "header", "text": _plain(n.title, SLACK_HEADER)}]
+    if n.banner:
+        blocks.append(_section(f":double_vertical_bar: *{e(n.banner)}*"))
     if n.verdict:
         blocks.append(_section(f"*{e(n.verdict)}*\n{e(n.summary)}"))
     else:
@@ -103,6 +105,9 @@ def slack_message(n: Notification) -> dict[str, Any]:
     if n.remediation:
         body = "\n".join(e(line) for line in n.remediation[1:])
         blocks.append(_section(f"*{e(n.remediation[0])}*\n{body}"))
+    if n.verification:
+        body = "\n".join(e(line) for line in n.verification[1:])
+        blocks.append(_section(f"*{e(n.verification[0])}*\n{body}".rstrip()))
     if n.approval_note:
         blocks.append(
             {
@@ -125,7 +130,8 @@ def slack_message(n: Notification) -> dict[str, Any]:
     )
     if len(blocks) > SLACK_BLOCKS:  # cannot happen with the sections above; keep the buttons
         blocks = blocks[: SLACK_BLOCKS - 2] + blocks[-2:]
-    return {"text": clip(f"{n.title}\n{n.text}", SLACK_TEXT), "blocks": blocks}
+    text = f"{n.banner}\n{n.title}\n{n.text}" if n.banner else f"{n.title}\n{n.text}"
+    return {"text": clip(text, SLACK_TEXT), "blocks": blocks}
 
 
 def _slack_actions(prompt: ApprovalPrompt) -> dict[str, Any]:
@@ -179,6 +185,8 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
     """``{"text", "cardsV2"}`` for an incoming webhook or ``spaces.messages``."""
     h = _html
     widgets: list[dict[str, Any]] = []
+    if n.banner:
+        widgets.append(_paragraph(f"<b>⏸ {h(n.banner)}</b>"))
     if n.verdict:
         widgets.append(_paragraph(f"<b>{h(n.verdict)}</b><br>{h(n.summary)}"))
     else:
@@ -211,12 +219,17 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
     if n.remediation:
         lines = "<br>".join(h(line) for line in n.remediation[1:])
         sections.append(_chat_section(n.remediation[0], lines))
+    if n.verification:
+        body = "<br>".join(h(line) for line in n.verification[1:]) or h(n.verification[0])
+        sections.append(_chat_section(clip(n.verification[0], 100), body))
     if n.approval_note:
         sections.append(_chat_section("Approval", h(n.approval_note)))
     if n.approval is not None:
         sections.append(_chat_buttons(n.approval))
     message = {
-        "text": clip(f"{n.title}\n{n.text}", 4000),
+        "text": clip(
+            f"{n.banner}\n{n.title}\n{n.text}" if n.banner else f"{n.title}\n{n.text}", 4000
+        ),
         "cardsV2": [
             {
                 "cardId": f"incident-{n.incident_id}",

@@ -1,23 +1,38 @@
-"""``loopbreaker incidents list|show``: what the responder knows, from its store."""
+"""``loopbreaker incidents list|show|report``: what the responder knows, from its store."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import math
 import os
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from loopbreaker.app.bootstrap import build_store
 from loopbreaker.app.replay import incident_summary
-from loopbreaker.app.settings import PREFIX, Runtime, Settings, StoreKind, StoreSpec, load_settings
+from loopbreaker.app.settings import (
+    PREFIX,
+    Runtime,
+    Settings,
+    StoreKind,
+    StoreSpec,
+    load_settings,
+    parse_duration,
+)
 from loopbreaker.errors import InvalidInput
-from loopbreaker.incidents import Incident, State
+from loopbreaker.incidents import Incident, PauseRecord, State, verifying
 from loopbreaker.incidents.store.base import IncidentStore
+from loopbreaker.logs import event, get_logger
+from loopbreaker.model import HostFailureRecord
 from loopbreaker.timeutil import format_rfc3339
 
 LIST_LIMIT = 1000
+#: Incidents the report reads (most recently opened first).
+REPORT_LIMIT = 5000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +56,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _store_option(show)
     show.add_argument("--format", choices=("text", "json"), default="text")
     show.set_defaults(handler=run_show)
+    report = commands.add_parser(
+        "report",
+        help="outcomes: by cause and final state, time to each stage, verified and recurred",
+        description="Incidents opened since --since: counts by root cause and final state; "
+        "median and p90 from the first signal to diagnosis, approval, remediated and "
+        "verified; the share verified and recurred; repeat-offender hosts; pause periods.",
+    )
+    report.add_argument(
+        "--since", default="30d", metavar="DURATION", help="how far back (default: 30d)"
+    )
+    _store_option(report)
+    report.add_argument("--format", choices=("text", "json"), default="text")
+    report.set_defaults(handler=run_report)
 
 
 def _store_option(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +78,10 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
         help=f"sqlite:PATH, a SQLite file, or firestore (default: {PREFIX}STORE, else the "
         "local store .loopbreaker/incidents.sqlite)",
     )
+
+
+#: The ``--store`` option, for the other subcommands that read the store.
+store_option = _store_option
 
 
 def open_store(raw: str | None, settings: Settings) -> IncidentStore:
@@ -103,6 +135,8 @@ def view(incident: Incident) -> dict[str, Any]:
             "chat": dict(incident.chat) if incident.chat else None,
             "audit": [a.to_dict() for a in incident.audit],
             "audit_dropped": incident.audit_dropped,
+            "verification": incident.verification.to_dict() if incident.verification else None,
+            "linked": list(incident.linked),
         }
     )
     return out
@@ -183,6 +217,15 @@ def to_text(incident: Incident) -> str:
             f"  approval: {approval['decision']} by {who} ({approval['by']}) via "
             f"{approval['platform']} at {approval['at']}{published}"
         )
+    check = v["verification"]
+    if check:
+        lines.append(
+            f"  verify:   {check['verdict']} ({check['checks']} check(s)), watching "
+            f"{check['since']} .. {check['until']}, host {check['host'] or '-'}"
+        )
+        lines += [f"            {f}" for f in check["findings"][-5:]]
+        if check["other_incident"]:
+            lines.append(f"            another cause opened {check['other_incident']}")
     lines.append("  audit trail:")
     for a in v["audit"]:
         moved = f"{a['from'] or '-'} -> {a['to']}"
@@ -190,3 +233,163 @@ def to_text(incident: Incident) -> str:
     if v["audit_dropped"]:
         lines.append(f"    ({v['audit_dropped']} events dropped between head and tail)")
     return "\n".join(lines)
+
+
+# --- report ------------------------------------------------------------------------------
+
+#: The stages whose time from the first signal the report measures.
+STAGES = ("to_diagnosis", "to_approval", "to_remediated", "to_verified")
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    """Nearest-rank quantile (p50 = median of an odd count), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+def report_figures(
+    found: list[Incident],
+    pauses: list[PauseRecord],
+    host_failures: list[HostFailureRecord],
+    *,
+    since: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    """The figures of ``incidents report`` (pure; also logged as structured fields)."""
+    from loopbreaker.app.responder import durations
+
+    chosen = [i for i in found if i.opened_at >= since]
+    by_cause: dict[str, dict[str, int]] = {}
+    for i in chosen:
+        cause = i.diagnosis.root_cause if i.diagnosis else "not_diagnosed"
+        row = by_cause.setdefault(cause, {})
+        row[i.state.value] = row.get(i.state.value, 0) + 1
+    stages: dict[str, list[float]] = {name: [] for name in STAGES}
+    for i in chosen:
+        for name, seconds in durations(i).items():
+            if seconds is not None:
+                stages[name.removeprefix("seconds_")].append(seconds)
+    remediated = [i for i in chosen if i.remediation and i.remediation.finished_at]
+    verified = [i for i in chosen if i.state is State.VERIFIED]
+    recurred = [i for i in chosen if i.state is State.RECURRED]
+    judged = len(verified) + len(recurred)
+    # Each remembered failure counts once (the engine merges observations of one failure;
+    # a recurrence after remediation is remembered as one more).
+    failures: dict[str, int] = {}
+    for record in host_failures:
+        failures[record.host] = failures.get(record.host, 0) + 1
+    ranked = sorted((-n, h) for h, n in failures.items() if n >= 2)
+    offenders = [{"host": h, "failures": -n} for n, h in ranked]
+    return {
+        "since": format_rfc3339(since),
+        "until": format_rfc3339(now),
+        "incidents": len(chosen),
+        "by_root_cause": {k: dict(sorted(v.items())) for k, v in sorted(by_cause.items())},
+        "seconds": {
+            name: {
+                "count": len(values),
+                "median": _quantile(values, 0.5),
+                "p90": _quantile(values, 0.9),
+            }
+            for name, values in stages.items()
+        },
+        "remediated": len(remediated),
+        "verified": len(verified),
+        "recurred": len(recurred),
+        "watching": sum(1 for i in chosen if verifying(i)),
+        "verified_share": round(len(verified) / judged, 3) if judged else None,
+        "recurred_share": round(len(recurred) / judged, 3) if judged else None,
+        "repeat_offender_hosts": offenders,
+        "pauses": [p.to_dict() for p in pauses],
+    }
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 120:
+        return f"{value:.0f}s"
+    if value < 7200:
+        return f"{value / 60:.1f}m"
+    return f"{value / 3600:.1f}h"
+
+
+def report_text(figures: dict[str, Any]) -> str:
+    lines = [
+        f"Incidents opened {figures['since']} .. {figures['until']}: {figures['incidents']}",
+        "",
+        "By root cause and state:",
+    ]
+    for cause, states in figures["by_root_cause"].items():
+        shown = ", ".join(f"{n} {state}" for state, n in states.items())
+        lines.append(f"  {cause:<24} {shown}")
+    if not figures["by_root_cause"]:
+        lines.append("  (none)")
+    lines += ["", "From the first signal      count  median     p90"]
+    for name, row in figures["seconds"].items():
+        label = name.replace("to_", "to ")
+        lines.append(
+            f"  {label:<24} {row['count']:>5}  {_seconds(row['median']):>7} "
+            f"{_seconds(row['p90']):>7}"
+        )
+
+    def share(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}"
+
+    lines += [
+        "",
+        f"Remediated: {figures['remediated']}; verified {figures['verified']} "
+        f"({share(figures['verified_share'])}), recurred {figures['recurred']} "
+        f"({share(figures['recurred_share'])}), still watched {figures['watching']}",
+        "",
+        "Repeat-offender hosts:",
+    ]
+    for row in figures["repeat_offender_hosts"]:
+        lines.append(f"  {row['host']}  {row['failures']} failures")
+    if not figures["repeat_offender_hosts"]:
+        lines.append("  (none)")
+    lines += ["", "Pause periods:"]
+    for p in figures["pauses"]:
+        end = p["resumed_at"] or p["until"] or "(in force)"
+        lines.append(f"  {p['at']} .. {end}  by {p['by']}: {p['reason']}")
+    if not figures["pauses"]:
+        lines.append("  (none)")
+    return "\n".join(lines)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    settings = load_settings(os.environ, runtime=Runtime.LOCAL)
+    try:
+        span = parse_duration(args.since)
+    except ValueError as exc:
+        raise InvalidInput(f"--since {args.since!r}: {exc}") from exc
+    now = datetime.now(UTC)
+    since = now - span
+    store = open_store(args.store, settings)
+    try:
+        found = store.list_incidents(limit=REPORT_LIMIT)
+        pauses = store.pauses(since)
+        names: set[str] = set()
+        for i in found:
+            names.update(i.hosts)
+            if i.approval is not None:
+                names.add(i.approval.target.physical_host)
+        history = store.host_history(names)
+    finally:
+        store.close()
+    figures = report_figures(found, pauses, history, since=since, now=now)
+    event(
+        get_logger("report"),
+        logging.INFO,
+        f"incidents report: {figures['incidents']} incident(s) since {figures['since']}",
+        event="incidents_report",
+        **{k: v for k, v in figures.items() if k not in ("since", "until")},
+    )
+    if args.format == "json":
+        print(json.dumps(figures, indent=2))
+    else:
+        print(report_text(figures))
+    return 0

@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "loopbreaker.cli.replay",
     "loopbreaker.cli.incidents",
     "loopbreaker.cli.remediate",
+    "loopbreaker.cli.pause",
 )
 
 

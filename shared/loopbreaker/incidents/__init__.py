@@ -12,9 +12,12 @@ function here takes the time as an argument (``now``) and returns new values.
 State machine (``*`` = final)::
 
     open -> diagnosed -> awaiting_approval -> approved -> remediating -> remediated*
-              ^  |  ^          |  |  |                       |
-              |  +--+          |  |  +-> rejected*           +-> failed*
-              +----------------+  +----> expired*
+              ^  |  ^          |  |  |                       |             |
+              |  +--+          |  |  +-> rejected*           +-> failed*   +-> verified*
+              +----------------+  +----> expired*                          +-> recurred*
+
+``remediated -> verified | recurred`` is the outcome check (``verification``): a remediated
+incident stays final for grouping and diagnosis, and is due only for that check.
 
 ``diagnosed -> diagnosed`` and the other self-loops record a re-diagnosis. Every transition
 is appended to the audit trail with its time, actor and a note. The trail is capped (a
@@ -76,20 +79,29 @@ from loopbreaker.incidents.keys import (
     workload_name,
 )
 from loopbreaker.incidents.lifecycle import (
+    VERIFY_ACTOR,
     append_audit,
     apply_diagnosis,
     claim,
+    conclude,
     decide,
     expire,
     give_up,
     is_due,
+    link,
     mark_notified,
     mark_published,
+    note_check,
+    note_linked,
     notification_due,
     rearm,
+    refuse_paused,
     settled,
+    start_verification,
+    target_keys,
     transition,
     unpublished,
+    verifying,
 )
 from loopbreaker.incidents.records import (
     AUDIT_HEAD,
@@ -106,6 +118,7 @@ from loopbreaker.incidents.records import (
     HOST_FAILURE_MERGE,
     INDEX_RETENTION,
     MAX_NAMES,
+    MAX_PAUSE_REASON,
     SYSTEM_ACTOR,
     TRANSITIONS,
     AuditEvent,
@@ -114,16 +127,34 @@ from loopbreaker.incidents.records import (
     Incident,
     IncidentKey,
     Outcome,
+    PauseRecord,
     Policy,
     RemediationRecord,
     Scope,
     State,
     Step,
     StepRecord,
+    Verdict,
+    VerificationRecord,
     digest,
+    new_pause,
 )
 
 __all__ = [
+    "MAX_PAUSE_REASON",
+    "PauseRecord",
+    "VERIFY_ACTOR",
+    "VerificationRecord",
+    "Verdict",
+    "conclude",
+    "new_pause",
+    "note_check",
+    "refuse_paused",
+    "start_verification",
+    "verifying",
+    "link",
+    "note_linked",
+    "target_keys",
     "AUDIT_HEAD",
     "AUDIT_TAIL",
     "Absorbed",

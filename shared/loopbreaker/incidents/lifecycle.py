@@ -12,6 +12,7 @@ from loopbreaker.approval.requests import (
     ApprovalRequest,
     Decision,
     Platform,
+    Target,
     request_id,
 )
 from loopbreaker.errors import AlreadyDecided, ApprovalInvalid
@@ -26,8 +27,11 @@ from loopbreaker.incidents.records import (
     DiagnosisRecord,
     IllegalTransition,
     Incident,
+    PauseRecord,
     Policy,
     State,
+    Verdict,
+    VerificationRecord,
 )
 from loopbreaker.timeutil import format_rfc3339
 
@@ -161,6 +165,65 @@ def apply_diagnosis(
         queries_spent=incident.queries_spent + record.queries,
         # Signals that arrived while this diagnosis ran keep the incident due.
         settle_at=incident.settle_at if newer > 0 else None,
+    )
+
+
+def target_keys(target: Target) -> tuple[str, ...]:
+    """What one approval covers: the VM by its numeric id, and its physical host when known.
+    Two incidents that share any of them are one failure, and ask for one approval."""
+    keys = [f"vm:{target.project}/{target.zone}/{target.instance_id}"]
+    if target.host_known:
+        keys.append(f"host:{target.physical_host}")
+    return tuple(keys)
+
+
+def link(
+    incident: Incident,
+    holder: str,
+    record: DiagnosisRecord,
+    *,
+    now: datetime,
+    policy: Policy,
+) -> Incident | None:
+    """Store a diagnosis whose target another incident already asks approval for: this
+    incident keeps its signals and verdict, opens no request, and is linked and silenced."""
+    target = record.target
+    what = f"VM {target.instance} (id {target.instance_id})" if target else "the same target"
+    quiet = replace(
+        record,
+        requires_approval=False,
+        target=None,
+        target_reason=f"linked to {holder}, which holds the approval request for {what}",
+    )
+    stored = apply_diagnosis(incident, quiet, now=now, policy=policy)
+    if stored is None:
+        return None
+    linked = replace(stored, linked_to=holder, approval_request=None)
+    return append_audit(
+        linked,
+        AuditEvent(
+            now,
+            f"{SYSTEM_ACTOR}:link",
+            stored.state,
+            stored.state,
+            f"linked to {holder}: one failure ({what}) asks for one approval",
+        ),
+    )
+
+
+def note_linked(holder: Incident, linked_id: str, signal_count: int, now: datetime) -> Incident:
+    """The holder's side of a link: its audit trail says what was merged into it."""
+    if linked_id in holder.linked:
+        return holder
+    return append_audit(
+        replace(holder, linked=(*holder.linked, linked_id)),
+        AuditEvent(
+            now,
+            f"{SYSTEM_ACTOR}:link",
+            holder.state,
+            holder.state,
+            f"merged {linked_id} ({signal_count} signal(s)): the same failure, one approval",
+        ),
     )
 
 
@@ -339,3 +402,125 @@ def mark_notified(
         revision=incident.revision + 1,
         chat=where,
     )
+
+
+# --- pause ------------------------------------------------------------------------------
+
+
+def refuse_paused(incident: Incident, pause: PauseRecord, now: datetime, actor: str) -> Incident:
+    """The executor refused to act while paused: say so in the trail, and leave the
+    incident where it was. An ``approved`` incident's request counts as unpublished
+    again, so ``on_schedule`` sends it once more after the resume."""
+    note = f"remediation refused, nothing changed: remediation is {pause.describe()}"
+    moved = transition(incident, incident.state, actor=actor, at=now, note=note[:1000])
+    approval = moved.approval
+    if incident.state is State.APPROVED and approval is not None:
+        moved = replace(moved, approval=replace(approval, published_at=None, published_id=None))
+    return moved
+
+
+# --- verification -------------------------------------------------------------------------
+
+VERIFY_ACTOR = f"{SYSTEM_ACTOR}:verify"
+
+
+def verifying(incident: Incident) -> bool:
+    """A remediated incident whose outcome is still being watched."""
+    check = incident.verification
+    return (
+        incident.state is State.REMEDIATED
+        and check is not None
+        and check.verdict is Verdict.WATCHING
+    )
+
+
+def start_verification(
+    incident: Incident, now: datetime, window: timedelta, first_check: datetime
+) -> Incident | None:
+    """Begin watching a just-remediated incident until ``now + window``; idempotent."""
+    if incident.state is not State.REMEDIATED or incident.verification is not None:
+        return None
+    target = incident.approval.target if incident.approval else None
+    record = VerificationRecord(
+        since=now,
+        until=now + window,
+        host=target.physical_host if target and target.host_known else None,
+        workloads=incident.workloads,
+    )
+    watched = replace(
+        incident,
+        verification=record,
+        settle_at=min(first_check, record.until),
+        revision=incident.revision + 1,
+    )
+    hours = window.total_seconds() / 3600
+    note = (
+        f"watching the workload for {hours:g} h (until {format_rfc3339(record.until)}) "
+        "for a restart of the same cause"
+    )
+    return append_audit(
+        watched, AuditEvent(now, VERIFY_ACTOR, incident.state, incident.state, note)
+    )
+
+
+def note_check(
+    incident: Incident,
+    now: datetime,
+    next_at: datetime | None,
+    findings: tuple[str, ...] = (),
+    other_incident: str | None = None,
+) -> Incident | None:
+    """One check found nothing decisive: look again at ``next_at`` (never past the end of
+    the window), or, with None, stop looking (nothing could be read: it stays unverified)."""
+    check = incident.verification
+    if not verifying(incident) or check is None:
+        return None
+    kept = tuple(dict.fromkeys((*check.findings, *findings)))[-20:]
+    updated = replace(
+        check,
+        checks=check.checks + 1,
+        last_check=now,
+        findings=kept,
+        other_incident=other_incident or check.other_incident,
+    )
+    checked = replace(
+        incident,
+        verification=updated,
+        settle_at=None if next_at is None else min(next_at, check.until),
+        revision=incident.revision + 1,
+    )
+    return _link_other(checked, other_incident, now)
+
+
+def _link_other(incident: Incident, other: str | None, now: datetime) -> Incident:
+    if other is None or other in incident.linked:
+        return incident
+    linked = replace(incident, linked=(*incident.linked, other))
+    note = f"a restart of another cause after the remediation opened {other} (linked, not merged)"
+    return append_audit(linked, AuditEvent(now, VERIFY_ACTOR, incident.state, incident.state, note))
+
+
+def conclude(
+    incident: Incident,
+    verdict: Verdict,
+    now: datetime,
+    note: str,
+    findings: tuple[str, ...] = (),
+    other_incident: str | None = None,
+) -> Incident | None:
+    """``remediated -> verified | recurred``; None when already concluded (a race lost)."""
+    check = incident.verification
+    if not verifying(incident) or check is None or verdict is Verdict.WATCHING:
+        return None
+    to = State.VERIFIED if verdict is Verdict.VERIFIED else State.RECURRED
+    moved = transition(incident, to, actor=VERIFY_ACTOR, at=now, note=note[:1000])
+    decided = replace(
+        check,
+        verdict=verdict,
+        checks=check.checks + 1,
+        last_check=now,
+        decided_at=now,
+        findings=tuple(dict.fromkeys((*check.findings, *findings)))[-20:],
+        other_incident=other_incident or check.other_incident,
+    )
+    return _link_other(replace(moved, verification=decided), other_incident, now)

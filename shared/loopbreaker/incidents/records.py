@@ -14,7 +14,7 @@ from loopbreaker.approval.requests import (
     ApprovalRequest,
     Target,
 )
-from loopbreaker.errors import LoopbreakerError
+from loopbreaker.errors import InvalidInput, LoopbreakerError
 from loopbreaker.model import (
     Diagnosis,
 )
@@ -87,9 +87,25 @@ class State(StrEnum):
     REMEDIATING = "remediating"
     REMEDIATED = "remediated"
     FAILED = "failed"
+    #: After ``remediated``: no restart of the workload within the verify window.
+    VERIFIED = "verified"
+    #: After ``remediated``: the loop came back on the same physical host, or the
+    #: recreated VM landed on it again.
+    RECURRED = "recurred"
 
 
-FINAL_STATES = frozenset({State.REJECTED, State.EXPIRED, State.REMEDIATED, State.FAILED})
+#: Final: never diagnosed again, no longer a grouping candidate. A ``remediated``
+#: incident is still watched (its ``verification``) until it is verified or recurred.
+FINAL_STATES = frozenset(
+    {
+        State.REJECTED,
+        State.EXPIRED,
+        State.REMEDIATED,
+        State.FAILED,
+        State.VERIFIED,
+        State.RECURRED,
+    }
+)
 
 
 TRANSITIONS: Mapping[State, frozenset[State]] = {
@@ -108,8 +124,11 @@ TRANSITIONS: Mapping[State, frozenset[State]] = {
     State.REMEDIATING: frozenset({State.REMEDIATING, State.REMEDIATED, State.FAILED}),
     State.REJECTED: frozenset(),
     State.EXPIRED: frozenset(),
-    State.REMEDIATED: frozenset(),
+    # The outcome check of a remediation (see ``verification``), not a re-diagnosis.
+    State.REMEDIATED: frozenset({State.VERIFIED, State.RECURRED}),
     State.FAILED: frozenset(),
+    State.VERIFIED: frozenset(),
+    State.RECURRED: frozenset(),
 }
 
 
@@ -281,6 +300,148 @@ class RemediationRecord:
         )
 
 
+class Verdict(StrEnum):
+    """What the outcome check of a remediation found."""
+
+    #: Still inside the window, nothing attributable seen yet.
+    WATCHING = "watching"
+    VERIFIED = "verified"
+    RECURRED = "recurred"
+
+
+@dataclass(frozen=True)
+class VerificationRecord:
+    """The watch on a remediated workload: since when, until when, what each check saw."""
+
+    since: datetime
+    until: datetime
+    #: The physical host the remediation took the VM off (a repeat offender if seen again).
+    host: str | None
+    #: The workload(s) watched (``namespace/name`` as the incident named them).
+    workloads: tuple[str, ...] = ()
+    verdict: Verdict = Verdict.WATCHING
+    checks: int = 0
+    last_check: datetime | None = None
+    #: A sentence per finding (restart on host X at T, new VM on host Y, ...).
+    findings: tuple[str, ...] = ()
+    #: The new incident opened for a restart of another cause, if any.
+    other_incident: str | None = None
+    decided_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        def ts(value: datetime | None) -> str | None:
+            return format_rfc3339(value) if value else None
+
+        return {
+            "since": format_rfc3339(self.since),
+            "until": format_rfc3339(self.until),
+            "host": self.host,
+            "workloads": list(self.workloads),
+            "verdict": self.verdict.value,
+            "checks": self.checks,
+            "last_check": ts(self.last_check),
+            "findings": list(self.findings),
+            "other_incident": self.other_incident,
+            "decided_at": ts(self.decided_at),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> VerificationRecord:
+        def ts(name: str) -> datetime | None:
+            value = data.get(name)
+            return parse_rfc3339(value) if value else None
+
+        return cls(
+            since=parse_rfc3339(data["since"]),
+            until=parse_rfc3339(data["until"]),
+            host=data.get("host"),
+            workloads=tuple(data.get("workloads", ())),
+            verdict=Verdict(data.get("verdict", Verdict.WATCHING.value)),
+            checks=int(data.get("checks", 0)),
+            last_check=ts("last_check"),
+            findings=tuple(data.get("findings", ())),
+            other_incident=data.get("other_incident"),
+            decided_at=ts("decided_at"),
+        )
+
+
+@dataclass(frozen=True)
+class PauseRecord:
+    """One pause of remediation: who, why, from when, until when, and its end if ended."""
+
+    id: str
+    by: str
+    reason: str
+    at: datetime
+    until: datetime | None = None
+    resumed_at: datetime | None = None
+    resumed_by: str | None = None
+
+    def active(self, now: datetime) -> bool:
+        return self.resumed_at is None and (self.until is None or self.until > now)
+
+    def ended_at(self) -> datetime | None:
+        """When the pause stopped holding (resumed, or its ``until``), None while open."""
+        if self.resumed_at is not None:
+            return self.resumed_at if self.until is None else min(self.resumed_at, self.until)
+        return self.until
+
+    def describe(self) -> str:
+        until = f" until {format_rfc3339(self.until)}" if self.until else " until resumed"
+        return f"paused by {self.by} at {format_rfc3339(self.at)}{until}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        def ts(value: datetime | None) -> str | None:
+            return format_rfc3339(value) if value else None
+
+        return {
+            "id": self.id,
+            "by": self.by,
+            "reason": self.reason,
+            "at": format_rfc3339(self.at),
+            "until": ts(self.until),
+            "resumed_at": ts(self.resumed_at),
+            "resumed_by": self.resumed_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PauseRecord:
+        def ts(name: str) -> datetime | None:
+            value = data.get(name)
+            return parse_rfc3339(value) if value else None
+
+        return cls(
+            id=str(data["id"]),
+            by=str(data["by"]),
+            reason=str(data.get("reason", "")),
+            at=parse_rfc3339(data["at"]),
+            until=ts("until"),
+            resumed_at=ts("resumed_at"),
+            resumed_by=data.get("resumed_by"),
+        )
+
+
+#: Longest pause reason kept (it is shown in every message banner).
+MAX_PAUSE_REASON = 500
+
+
+def new_pause(by: str, reason: str, at: datetime, until: datetime | None) -> PauseRecord:
+    """A pause, checked: a reason is required and ``until`` must lie ahead."""
+    text = " ".join(reason.split())
+    if not text:
+        raise InvalidInput("a pause needs a reason (who is asked to wait, and why)")
+    if len(text) > MAX_PAUSE_REASON:
+        raise InvalidInput(f"the pause reason is longer than {MAX_PAUSE_REASON} characters")
+    if not by.strip():
+        raise InvalidInput("a pause needs to say who paused")
+    if until is not None and until <= at:
+        raise InvalidInput(
+            f"--until {format_rfc3339(until)} is not after now ({format_rfc3339(at)})"
+        )
+    pause_id = "pause-" + digest(f"{format_rfc3339(at)}/{by}/{text}")[:16]
+    return PauseRecord(pause_id, by.strip(), text, at, until)
+
+
 @dataclass(frozen=True)
 class AuditEvent:
     at: datetime
@@ -435,6 +596,13 @@ class Incident:
     chat: Mapping[str, str] | None = None
     #: What the remediation executor did (or, in a dry run, would do), step by step.
     remediation: RemediationRecord | None = None
+    #: The incident that holds the approval for the same failure (same VM or physical
+    #: host): this one is linked to it and silenced, so one failure asks once.
+    linked_to: str | None = None
+    #: Incidents linked to this one, for the message and ``incidents show``.
+    linked: tuple[str, ...] = ()
+    #: The outcome check after ``remediated`` (see :data:`Verdict`).
+    verification: VerificationRecord | None = None
 
     @property
     def final(self) -> bool:
@@ -492,6 +660,9 @@ class Incident:
             "approval": self.approval.to_dict() if self.approval else None,
             "chat": dict(self.chat) if self.chat else None,
             "remediation": self.remediation.to_dict() if self.remediation else None,
+            "linked_to": self.linked_to,
+            "linked": list(self.linked),
+            "verification": self.verification.to_dict() if self.verification else None,
         }
 
     @classmethod
@@ -544,6 +715,13 @@ class Incident:
             remediation=(
                 RemediationRecord.from_dict(data["remediation"])
                 if data.get("remediation")
+                else None
+            ),
+            linked_to=data.get("linked_to"),
+            linked=tuple(data.get("linked", ())),
+            verification=(
+                VerificationRecord.from_dict(data["verification"])
+                if data.get("verification")
                 else None
             ),
         )

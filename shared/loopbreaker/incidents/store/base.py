@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from loopbreaker.incidents import Arrival, Incident, State, Tallied
+from loopbreaker.incidents import Arrival, Incident, PauseRecord, State, Tallied
 from loopbreaker.model import HostFailureRecord, Signal
 
 HOUR = timedelta(hours=1)
@@ -122,6 +122,31 @@ class IncidentStore(Protocol):
         """In ONE transaction: count the cluster's deletions in ``window`` before ``at``
         and, under ``limit``, reserve one for ``incident_id``. True when reserved (also
         when this incident holds one already: a redelivery does not spend another)."""
+        ...
+
+    def claim_target(self, keys: Sequence[str], incident_id: str) -> str | None:
+        """In ONE transaction: the incident that already holds any of ``keys`` (a VM, a
+        physical host) and is not final, or None after recording ``incident_id`` as the
+        holder of all of them. This is what keeps one failure to one approval request,
+        also when two settles race."""
+        ...
+
+    def pause(self, record: PauseRecord) -> PauseRecord | None:
+        """In ONE transaction: record ``record`` as the current pause, unless one is active
+        at ``record.at``: then nothing changes and that one is returned."""
+        ...
+
+    def resume(self, by: str, at: datetime) -> PauseRecord | None:
+        """In ONE transaction: end the active pause (as resumed by ``by`` at ``at``) and
+        return it ended; None when nothing was paused."""
+        ...
+
+    def current_pause(self, now: datetime) -> PauseRecord | None:
+        """The pause in force at ``now`` (not resumed, ``until`` not yet passed)."""
+        ...
+
+    def pauses(self, since: datetime) -> list[PauseRecord]:
+        """Pauses in force at any time since ``since``, oldest first (for the report)."""
         ...
 
     def close(self) -> None: ...

@@ -8,7 +8,9 @@ Collections, each prefixed (``LOOPBREAKER_COLLECTION_PREFIX``):
                                   ``expire_at`` for a Firestore TTL policy (``incident_id``
                                   null for an entry that concerns no incident);
   ``<p>_hosts/{id}``              per-host failure history;
-  ``<p>_deletions/{sha(cluster)}`` the cluster's recent VM deletions (safety limit).
+  ``<p>_deletions/{sha(cluster)}`` the cluster's recent VM deletions (safety limit);
+  ``<p>_pauses/switch``           the remediation pause switch: the current pause and the
+                                  last :data:`PAUSE_HISTORY` ones (rare writes, one doc).
 
 Every read-modify-write is one atomic commit conditioned on what it read (optimistic
 concurrency): documents that existed are written with an ``update_time`` precondition,
@@ -16,7 +18,8 @@ new ones, dedup keys included, with ``create()`` (create-if-absent). If any prec
 fails (another delivery got there first) the commit changes nothing, and the decision is
 re-read and re-made: it then sees the duplicate, or joins the incident the other opened.
 The key document serialises all arrivals of one key, so nothing is lost and no key gets
-two incidents for one window.
+two incidents for one window. Strings are written as valid UTF-8 (lone surrogates escaped,
+as in the SQLite store); an id no document can have is an incident that does not exist.
 
 Why not ``client.transaction()``: its pessimistic locks make a burst of deliveries on one
 key deadlock on the read-lock to write-lock upgrade. Firestore aborts one side, and the
@@ -31,15 +34,17 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from loopbreaker import incidents
 from loopbreaker.errors import StoreError, TransientError
-from loopbreaker.incidents import Arrival, Incident, IndexEntry, State, Tallied
+from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, State, Tallied
 from loopbreaker.incidents.records import DEFAULT_DEDUP_RETENTION, DEFAULT_MAX_SIGNALS
 from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.model import HostFailureRecord, Signal
+from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 T = TypeVar("T")
@@ -52,6 +57,8 @@ MAX_BACKOFF = 0.5
 #: ``array_contains_any`` takes at most 30 values.
 _IN_LIMIT = 30
 _PRUNE_BATCH = 400
+#: Ended pauses kept on the switch document (for ``incidents report``).
+PAUSE_HISTORY = 200
 
 
 def _transient_types() -> tuple[type[BaseException], ...]:
@@ -87,6 +94,8 @@ class FirestoreStore:
         self._dedup = client.collection(f"{prefix}_dedup")
         self._hosts = client.collection(f"{prefix}_hosts")
         self._deletions = client.collection(f"{prefix}_deletions")
+        self._claims = client.collection(f"{prefix}_claims")
+        self._pause_ref = client.collection(f"{prefix}_pauses").document("switch")
         self._retention = dedup_retention
         #: Atomic commits attempted (re-made decisions after a lost race included).
         self.transactions = 0
@@ -259,6 +268,8 @@ class FirestoreStore:
         return False
 
     def update(self, incident_id: str, change: Change) -> UpdateResult:
+        if not _valid_id(incident_id):
+            return UpdateResult(None, False)
         ref = self._incidents.document(incident_id)
 
         def attempt(writes: _Writes) -> UpdateResult:
@@ -281,6 +292,8 @@ class FirestoreStore:
         return self._optimistic(attempt)
 
     def get(self, incident_id: str) -> Incident | None:
+        if not _valid_id(incident_id):
+            return None
         snap = self._call(lambda: self._incidents.document(incident_id).get())
         return _incident(snap) if snap.exists else None
 
@@ -318,6 +331,8 @@ class FirestoreStore:
 
     def signals(self, incident_id: str) -> list[Signal]:
         # The head's kept_signals is the cap the incident was counted with (recount).
+        if not _valid_id(incident_id):
+            return []
         head = self.get(incident_id)
         limit = head.kept_signals if head is not None and head.kept_signals else self._max_signals
         query = (
@@ -330,6 +345,8 @@ class FirestoreStore:
 
     def tally(self, incident_id: str) -> list[Tallied] | None:
         """Every stored signal of the incident (counts are derived from them at settle)."""
+        if not _valid_id(incident_id):
+            return []
         query = (
             self._incidents.document(incident_id)
             .collection("signals")
@@ -353,7 +370,7 @@ class FirestoreStore:
     ) -> list[HostFailureRecord]:
         from google.cloud.firestore_v1.base_query import FieldFilter
 
-        wanted = sorted(set(names))
+        wanted = sorted({escape_surrogates(n) for n in names})
         found: dict[str, HostFailureRecord] = {}
         for start in range(0, len(wanted), _IN_LIMIT):
             chunk = wanted[start : start + _IN_LIMIT]
@@ -371,7 +388,13 @@ class FirestoreStore:
         if not records:
             return
         batch = self._client.batch()
-        for r in records:
+        for record in records:
+            r = replace(
+                record,
+                host=escape_surrogates(record.host),
+                node=_opt(record.node),
+                incident_id=_opt(record.incident_id),
+            )
             names = [n for n in {r.host, r.node} if n]
             batch.set(
                 self._hosts.document(incidents.host_failure_id(r)),
@@ -419,14 +442,104 @@ class FirestoreStore:
             writes.put(
                 ref,
                 {
-                    "cluster": cluster,
-                    "deletions": [*recent, {"incident_id": incident_id, "at": at}],
+                    "cluster": escape_surrogates(cluster),
+                    "deletions": [
+                        *recent,
+                        {"incident_id": escape_surrogates(incident_id), "at": at},
+                    ],
                 },
                 snap,
             )
             return True
 
         return self._optimistic(attempt)
+
+    def claim_target(self, keys: Sequence[str], incident_id: str) -> str | None:
+        refs = [self._claims.document(_digest(key)) for key in keys]
+
+        def attempt(writes: _Writes) -> str | None:
+            snaps = self._read(refs)
+            holders = {
+                snap.get("incident_id")
+                for snap in snaps.values()
+                if snap.exists and snap.get("incident_id") != incident_id
+            }
+            if holders:
+                found = self._read([self._incidents.document(h) for h in sorted(holders)])
+                for snap in found.values():
+                    if snap.exists and not _incident(snap).final:
+                        held: str = snap.reference.id
+                        return held
+            # Each claim is created, or replaced at the version read: a racing settle's
+            # commit fails its precondition, and its retry sees this claim.
+            for key, ref in zip(keys, refs, strict=True):
+                doc = {"key": escape_surrogates(key), "incident_id": incident_id}
+                writes.put(ref, doc, snaps.get(ref.path))
+            return None
+
+        return self._optimistic(attempt)
+
+    # --- pause -----------------------------------------------------------------------
+
+    def _pause_state(self, snap: Any) -> tuple[PauseRecord | None, list[PauseRecord]]:
+        if not snap.exists:
+            return None, []
+        current = snap.get("current")
+        history = [PauseRecord.from_dict(json.loads(h)) for h in snap.get("history") or ()]
+        return (PauseRecord.from_dict(json.loads(current)) if current else None), history
+
+    def _put_pause_state(
+        self, writes: _Writes, snap: Any, current: PauseRecord | None, history: list[PauseRecord]
+    ) -> None:
+        doc = {
+            "current": json.dumps(current.to_dict()) if current else None,
+            "history": [json.dumps(h.to_dict()) for h in history[-PAUSE_HISTORY:]],
+        }
+        writes.put(self._pause_ref, doc, snap)
+
+    def pause(self, record: PauseRecord) -> PauseRecord | None:
+        ref = self._pause_ref
+        clean = replace(
+            record, by=escape_surrogates(record.by), reason=escape_surrogates(record.reason)
+        )
+
+        def attempt(writes: _Writes) -> PauseRecord | None:
+            snap = self._read([ref])[ref.path]
+            current, history = self._pause_state(snap)
+            if current is not None and current.active(record.at):
+                return current
+            if current is not None:
+                history.append(current)  # ran out by its own ``until``
+            self._put_pause_state(writes, snap, clean, history)
+            return None
+
+        return self._optimistic(attempt)
+
+    def resume(self, by: str, at: datetime) -> PauseRecord | None:
+        ref = self._pause_ref
+
+        def attempt(writes: _Writes) -> PauseRecord | None:
+            snap = self._read([ref])[ref.path]
+            current, history = self._pause_state(snap)
+            if current is None or not current.active(at):
+                return None
+            ended = replace(current, resumed_at=at, resumed_by=escape_surrogates(by))
+            self._put_pause_state(writes, snap, None, [*history, ended])
+            return ended
+
+        return self._optimistic(attempt)
+
+    def current_pause(self, now: datetime) -> PauseRecord | None:
+        snap = self._call(lambda: self._pause_ref.get())
+        current, _ = self._pause_state(snap)
+        return current if current is not None and current.active(now) else None
+
+    def pauses(self, since: datetime) -> list[PauseRecord]:
+        snap = self._call(lambda: self._pause_ref.get())
+        current, history = self._pause_state(snap)
+        found = [*history, *([current] if current else [])]
+        found.sort(key=lambda p: (p.at, p.id))
+        return [p for p in found if (p.ended_at() or since) >= since]
 
     def close(self) -> None:
         self._client.close()
@@ -457,7 +570,32 @@ class _Writes:
 def _digest(text: str) -> str:
     import hashlib
 
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256(escape_surrogates(text).encode()).hexdigest()[:32]
+
+
+def _opt(text: str | None) -> str | None:
+    return None if text is None else escape_surrogates(text)
+
+
+def _valid_id(doc_id: str) -> bool:
+    """Whether Firestore can hold a document with this id (no "/", not "." or "..", not
+    ``__x__``, at most 1500 bytes, valid UTF-8): ours always can, forged ones may not."""
+    if not doc_id or "/" in doc_id or doc_id in (".", ".."):
+        return False
+    if doc_id.startswith("__") and doc_id.endswith("__"):
+        return False
+    return escape_surrogates(doc_id) == doc_id and len(doc_id.encode()) <= 1500
+
+
+def _clean(value: Any) -> Any:
+    """Signal fields as valid UTF-8 (a protobuf string field holds nothing else)."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_surrogates(str(k)): _clean(v) for k, v in value.items()}
+    return value
 
 
 def _recent(snap: Any) -> list[dict[str, Any]]:
@@ -482,7 +620,7 @@ _TALLY_FIELDS = (
 
 
 def _signal_doc(arrival: Arrival) -> dict[str, Any]:
-    doc: dict[str, Any] = {**arrival.signal.to_dict(), "entry_id": arrival.entry_id}
+    doc: dict[str, Any] = {**_clean(arrival.signal.to_dict()), "entry_id": arrival.entry_id}
     doc["event_time"] = format_rfc3339(arrival.event_time)
     doc["arrived_at"] = arrival.now
     if arrival.signal.timestamp is None:

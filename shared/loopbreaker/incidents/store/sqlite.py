@@ -3,7 +3,9 @@
 WAL journal, ``BEGIN IMMEDIATE`` transactions (the write lock is taken up front, so two
 processes cannot both decide to open an incident for one key), dedup keys as primary keys
 (``incident_id`` NULL for entries that concern no incident). A busy or locked database
-raises TransientError.
+raises TransientError. Text is stored as valid UTF-8: bound strings have any lone
+surrogate escaped (:func:`_t`), and the JSON columns are ASCII. :meth:`SqliteStore.batch`
+groups many calls into one commit for a replay of a large file.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NoReturn
 
 from loopbreaker import incidents
 from loopbreaker.errors import ConfigError, TransientError
-from loopbreaker.incidents import Arrival, Incident, IndexEntry, State, Tallied
+from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, State, Tallied
 from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.model import HostFailureRecord, Signal
+from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 SCHEMA_VERSION = 1
@@ -66,6 +70,16 @@ CREATE TABLE IF NOT EXISTS host_failures (
 );
 CREATE INDEX IF NOT EXISTS host_failures_host ON host_failures (host);
 CREATE INDEX IF NOT EXISTS host_failures_node ON host_failures (node);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    incident_id TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pauses (
+    id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    resumed INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS deletions (
     cluster TEXT NOT NULL,
     incident_id TEXT NOT NULL,
@@ -87,6 +101,16 @@ def _reraise(exc: sqlite3.OperationalError) -> NoReturn:
     if any(marker in text for marker in _TRANSIENT_MARKERS):
         raise TransientError(f"SQLite store busy: {exc}") from exc
     raise exc
+
+
+def _t(text: str) -> str:
+    """A bound string as valid UTF-8 (sqlite3 cannot encode a lone surrogate; the
+    decoders refuse them, this is the store's own guard, consistent for reads and writes)."""
+    return escape_surrogates(text)
+
+
+def _opt(text: str | None) -> str | None:
+    return None if text is None else escape_surrogates(text)
 
 
 def _us(moment: datetime) -> int:
@@ -111,6 +135,7 @@ class SqliteStore:
         #: Transactions begun, for the benchmark and tests.
         self.transactions = 0
         self._lock = threading.RLock()
+        self._in_batch = False
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -130,9 +155,47 @@ class SqliteStore:
     # --- transactions ---------------------------------------------------------------
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run the calls made inside as one transaction, each call a SAVEPOINT in it (a call
+        that fails still undoes only its own writes). For a replay of many entries: one
+        commit per batch instead of one per entry. Other connections see the writes once
+        the batch commits, and wait for its write lock meanwhile."""
+        with self._lock:
+            if self._in_batch:
+                yield
+                return
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                _reraise(exc)
+            self._in_batch = True
+            try:
+                yield
+            except BaseException:
+                self._in_batch = False
+                self._conn.execute("ROLLBACK")
+                raise
+            self._in_batch = False
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._conn.execute("ROLLBACK")
+                _reraise(exc)
+
+    @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self.transactions += 1
+            if self._in_batch:
+                self._conn.execute("SAVEPOINT call")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK TO call")
+                    self._conn.execute("RELEASE call")
+                    raise
+                self._conn.execute("RELEASE call")
+                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -152,7 +215,7 @@ class SqliteStore:
 
     def ingest(self, arrival: Arrival) -> IngestResult:
         ids = arrival.dedup_ids
-        key = str(arrival.key)
+        key = _t(str(arrival.key))
         try:
             with self._transaction() as db:
                 marks = ",".join("?" * len(ids))
@@ -268,7 +331,7 @@ class SqliteStore:
     def signals(self, incident_id: str) -> list[Signal]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT data FROM signals WHERE incident_id = ? ORDER BY seq", (incident_id,)
+                "SELECT data FROM signals WHERE incident_id = ? ORDER BY seq", (_t(incident_id),)
             ).fetchall()
         return [Signal.from_dict(json.loads(r[0])) for r in rows]
 
@@ -278,7 +341,7 @@ class SqliteStore:
     def host_history(
         self, names: Collection[str], *, exclude_incident: str | None = None
     ) -> list[HostFailureRecord]:
-        wanted = sorted(set(names))
+        wanted = sorted({_t(n) for n in names})
         if not wanted:
             return []
         marks = ",".join("?" * len(wanted))
@@ -297,6 +360,10 @@ class SqliteStore:
     def record_host_failures(self, records: Sequence[HostFailureRecord]) -> None:
         if not records:
             return
+        clean = [
+            replace(r, host=_t(r.host), node=_opt(r.node), incident_id=_opt(r.incident_id))
+            for r in records
+        ]
         with self._transaction() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO host_failures (id, host, node, at, incident_id) "
@@ -309,7 +376,7 @@ class SqliteStore:
                         format_rfc3339(r.at),
                         r.incident_id,
                     )
-                    for r in records
+                    for r in clean
                 ],
             )
 
@@ -322,7 +389,7 @@ class SqliteStore:
         with self._lock:
             row = self._conn.execute(
                 "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
-                (cluster, _us(since)),
+                (_t(cluster), _us(since)),
             ).fetchone()
         return int(row[0])
 
@@ -332,21 +399,88 @@ class SqliteStore:
         with self._transaction() as db:
             mine = db.execute(
                 "SELECT 1 FROM deletions WHERE cluster = ? AND incident_id = ?",
-                (cluster, incident_id),
+                (_t(cluster), _t(incident_id)),
             ).fetchone()
             if mine:
                 return True
             (count,) = db.execute(
                 "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
-                (cluster, _us(at - window)),
+                (_t(cluster), _us(at - window)),
             ).fetchone()
             if count >= limit:
                 return False
             db.execute(
                 "INSERT INTO deletions (cluster, incident_id, at) VALUES (?, ?, ?)",
-                (cluster, incident_id, _us(at)),
+                (_t(cluster), _t(incident_id), _us(at)),
             )
             return True
+
+    def claim_target(self, keys: Sequence[str], incident_id: str) -> str | None:
+        with self._transaction() as db:
+            for key in keys:
+                row = db.execute(
+                    "SELECT c.incident_id FROM claims c JOIN incidents i ON i.id = c.incident_id "
+                    "WHERE c.key = ? AND c.incident_id != ? AND i.final = 0",
+                    (_t(key), _t(incident_id)),
+                ).fetchone()
+                if row:
+                    holder: str = row[0]
+                    return holder
+            db.executemany(
+                "INSERT OR REPLACE INTO claims (key, incident_id) VALUES (?, ?)",
+                [(_t(key), _t(incident_id)) for key in keys],
+            )
+            return None
+
+    # --- pause -----------------------------------------------------------------------
+
+    @staticmethod
+    def _latest_pause(db: sqlite3.Connection) -> PauseRecord | None:
+        row = db.execute(
+            "SELECT data FROM pauses WHERE resumed = 0 ORDER BY at DESC, id DESC LIMIT 1"
+        ).fetchone()
+        return PauseRecord.from_dict(json.loads(row[0])) if row else None
+
+    @staticmethod
+    def _put_pause(db: sqlite3.Connection, record: PauseRecord) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO pauses (id, at, resumed, data) VALUES (?, ?, ?, ?)",
+            (
+                _t(record.id),
+                _us(record.at),
+                0 if record.resumed_at is None else 1,
+                json.dumps(record.to_dict(), separators=(",", ":")),
+            ),
+        )
+
+    def pause(self, record: PauseRecord) -> PauseRecord | None:
+        with self._transaction() as db:
+            latest = self._latest_pause(db)
+            if latest is not None and latest.active(record.at):
+                return latest
+            clean = replace(record, by=_t(record.by), reason=_t(record.reason))
+            self._put_pause(db, clean)
+            return None
+
+    def resume(self, by: str, at: datetime) -> PauseRecord | None:
+        with self._transaction() as db:
+            latest = self._latest_pause(db)
+            if latest is None or not latest.active(at):
+                return None
+            ended = replace(latest, resumed_at=at, resumed_by=_t(by))
+            self._put_pause(db, ended)
+            return ended
+
+    def current_pause(self, now: datetime) -> PauseRecord | None:
+        with self._lock:
+            latest = self._latest_pause(self._conn)
+        return latest if latest is not None and latest.active(now) else None
+
+    def pauses(self, since: datetime) -> list[PauseRecord]:
+        with self._lock:
+            rows = self._conn.execute("SELECT data FROM pauses ORDER BY at, id").fetchall()
+        found = [PauseRecord.from_dict(json.loads(r[0])) for r in rows]
+        return [p for p in found if (p.ended_at() or since) >= since]
 
     def close(self) -> None:
         with self._lock:
@@ -356,7 +490,7 @@ class SqliteStore:
 
     @staticmethod
     def _load(db: sqlite3.Connection, incident_id: str) -> Incident | None:
-        row = db.execute("SELECT data FROM incidents WHERE id = ?", (incident_id,)).fetchone()
+        row = db.execute("SELECT data FROM incidents WHERE id = ?", (_t(incident_id),)).fetchone()
         return Incident.from_dict(json.loads(row[0])) if row else None
 
     @staticmethod
@@ -370,8 +504,8 @@ class SqliteStore:
             "last_event = excluded.last_event, settle_at = excluded.settle_at, "
             "expires_at = excluded.expires_at, data = excluded.data",
             (
-                incident.id,
-                str(incident.key),
+                _t(incident.id),
+                _t(str(incident.key)),
                 incident.state.value,
                 1 if incident.final else 0,
                 _us(incident.first_event),

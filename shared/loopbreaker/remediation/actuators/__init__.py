@@ -1,10 +1,12 @@
 """Actuator ports of the remediation executor, and their dry-run implementations.
 
-Three small role interfaces: :class:`Nodes` (read, cordon, drain a Kubernetes node),
-:class:`Vms` (read, delete or report the host of a Compute Engine VM) and
-:class:`SupportCases` (file a Cloud Support case). Real implementations live beside this
-module (``kube``, ``compute``, ``support``); the ``DryRun*`` classes here wrap a real
-reader, pass reads through and *record* every mutating call instead of sending it.
+Four small role interfaces: :class:`Nodes` (read, cordon, drain a Kubernetes node),
+:class:`Vms` (read, delete or report the host of a Compute Engine VM),
+:class:`SupportCases` (file a Cloud Support case) and :class:`NodeEvents` (write an
+``events.k8s.io/v1`` Event on the node for each step taken or refused; best effort).
+Real implementations live beside this module (``kube``, ``compute``, ``support``); the
+``DryRun*`` classes here wrap a real reader, pass reads through and *record* every
+mutating call instead of sending it.
 ``loopbreaker.app.bootstrap`` chooses one or the other; the adapters hold no dry-run ``if``.
 Failures raise :class:`~loopbreaker.errors.ActionFailed`.
 """
@@ -12,6 +14,8 @@ Failures raise :class:`~loopbreaker.errors.ActionFailed`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -63,6 +67,60 @@ class SupportCases(Protocol):
     def create_case(self, parent: str, case: Mapping[str, Any]) -> str:
         """Create the case; its resource name. ActionFailed (status 403, ...) on refusal."""
         ...
+
+
+#: ``reportingController`` of loopbreaker's Events (a qualified name, as the API requires).
+EVENT_CONTROLLER = "loopbreaker.dev/remediation"
+#: Reasons are CamelCase and prefixed, so ``kubectl get events --field-selector
+#: reason=LoopbreakerCordoned`` (or a prefix match in a log query) finds them.
+EVENT_REASON_PREFIX = "Loopbreaker"
+#: The API refuses a note over 1 kB.
+EVENT_NOTE_LIMIT = 1024
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """One Event about a node: what was done (``action``), why (``reason``), and a note."""
+
+    node: str
+    reason: str
+    action: str
+    note: str
+    at: datetime
+    warning: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.reason.startswith(EVENT_REASON_PREFIX) or not self.reason.isalnum():
+            raise ValueError(f"Event reason {self.reason!r} is not CamelCase Loopbreaker…")
+
+    @property
+    def type(self) -> str:
+        return "Warning" if self.warning else "Normal"
+
+    def clipped_note(self) -> str:
+        data = self.note.encode()
+        if len(data) <= EVENT_NOTE_LIMIT:
+            return self.note
+        return data[: EVENT_NOTE_LIMIT - 3].decode(errors="ignore") + "..."
+
+
+class NodeEvents(Protocol):
+    def node_event(self, event: NodeEvent) -> None:
+        """Write the Event; ActionFailed when the API refuses it (the caller goes on)."""
+        ...
+
+
+class MemoryEvents:
+    """Keeps Events instead of writing them: the dry-run choice, and a fake for tests."""
+
+    def __init__(self, fail: Sequence[Exception] = ()) -> None:
+        self.events: list[NodeEvent] = []
+        self._fail = list(fail)
+
+    def node_event(self, event: NodeEvent) -> None:
+        if self._fail:
+            raise self._fail.pop(0)
+        self.events.append(event)
 
 
 class Recorder:
@@ -179,6 +237,23 @@ class LazyNodes:
 
     def delete_pod(self, pod: PodState) -> None:
         self._get().delete_pod(pod)
+
+    def unwrap(self) -> Nodes:
+        """The real Nodes (built now if need be)."""
+        return self._get()
+
+
+class LazyEvents:
+    """Builds the real :class:`NodeEvents` on first use (a failure fails that write only)."""
+
+    def __init__(self, build: Callable[[], NodeEvents]) -> None:
+        self._build = build
+        self._events: NodeEvents | None = None
+
+    def node_event(self, event: NodeEvent) -> None:
+        if self._events is None:
+            self._events = self._build()
+        self._events.node_event(event)
 
 
 class Unavailable:

@@ -5,18 +5,23 @@ Built from a kubeconfig or from the GKE API endpoint like the reader
 ``spec.unschedulable`` with loopbreaker's annotations, after a re-read (an already
 cordoned node counts as done). Eviction is ``POST .../pods/{pod}/eviction``: 201/200
 evicted, 429 blocked by a PodDisruptionBudget, 404 gone; anything else is ActionFailed.
+:class:`KubernetesEvents` writes ``events.k8s.io/v1`` Events about a node (in namespace
+``default``, where Events about cluster-scoped objects live).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 from loopbreaker.diagnosis.kube_objects import INSTANCE_ID_ANNOTATION
 from loopbreaker.errors import ActionFailed, ConfigError, SourceUnavailable
-from loopbreaker.remediation.actuators import Eviction
+from loopbreaker.remediation.actuators import EVENT_CONTROLLER, Eviction, NodeEvent
 from loopbreaker.remediation.rules import POOL_LABEL, NodeState, PodState
 
 DEFAULT_TIMEOUT = 30.0
@@ -51,6 +56,10 @@ class KubernetesNodes:
                 f"cannot reach cluster {cluster} through the GKE API: {exc}"
             ) from exc
         return cls(reader.api_client, **kwargs)
+
+    def events(self) -> KubernetesEvents:
+        """Events about nodes, through the same API client."""
+        return KubernetesEvents(self._api_client, timeout=self._timeout)
 
     def _core(self) -> Any:
         from kubernetes import client
@@ -163,6 +172,68 @@ class KubernetesNodes:
             ),
             missing_ok=True,
         )
+
+
+#: Events about cluster-scoped objects (nodes) are written to this namespace.
+EVENT_NAMESPACE = "default"
+
+
+class KubernetesEvents:
+    """:class:`loopbreaker.remediation.actuators.NodeEvents` through ``EventsV1Api``.
+
+    Each Event has a name derived from its content, so a retried write of the same Event
+    is answered 409 and counts as written, instead of showing twice.
+    """
+
+    def __init__(
+        self, api_client: Any, *, instance: str | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self._api_client = api_client
+        self._timeout = timeout
+        # ``reportingInstance``: which copy of the controller wrote it (<= 128 chars).
+        default = os.environ.get("K_REVISION") or os.environ.get("HOSTNAME") or "loopbreaker"
+        self.instance = (instance or default)[:128]
+
+    def node_event(self, event: NodeEvent) -> None:
+        import urllib3
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        body = event_body(event, self.instance)
+        api = client.EventsV1Api(self._api_client)
+        try:
+            api.create_namespaced_event(EVENT_NAMESPACE, body, _request_timeout=self._timeout)
+        except ApiException as exc:
+            status = int(exc.status or 0)
+            if status == 409:
+                return  # this very Event was written by an earlier attempt
+            raise ActionFailed(
+                f"cannot write Event {event.reason} on node {event.node}: HTTP {status} "
+                f"{_message(exc)}",
+                status=status,
+            ) from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise ActionFailed(f"cannot write Event {event.reason}: {exc}") from exc
+
+
+def event_body(event: NodeEvent, instance: str) -> dict[str, Any]:
+    """The ``events.k8s.io/v1`` Event about ``event.node``, as the API takes it."""
+    at = event.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # MicroTime
+    key = f"{event.node}/{event.reason}/{at}/{event.note}"
+    name = f"{event.node}.{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": EVENT_NAMESPACE},
+        "eventTime": at,
+        "reportingController": EVENT_CONTROLLER,
+        "reportingInstance": instance,
+        "action": event.action[:128],
+        "reason": event.reason[:128],
+        "note": event.clipped_note(),
+        "type": event.type,
+        "regarding": {"apiVersion": "v1", "kind": "Node", "name": event.node},
+    }
 
 
 def node_state(obj: Any) -> NodeState:
