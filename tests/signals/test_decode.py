@@ -227,3 +227,13 @@ def test_any_bytes_give_a_value_of_valid_unicode_or_a_clear_refusal(raw: bytes) 
         return
     for text in _all_text(value):
         text.encode("utf-8")  # never a lone surrogate
+
+
+def test_a_refusal_names_what_was_decoded_and_the_problem() -> None:
+    for decode_one in (
+        lambda t: decode.loads(t, what="the body"),
+        lambda t: decode.decode_at(t, 0, what="the body"),
+    ):
+        with pytest.raises(decode.InvalidJson) as caught:
+            decode_one('{"x": [NaN]}')
+        assert caught.value.reason == "the body holds NaN, which is not JSON"

@@ -22,8 +22,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from loopbreaker.errors import InvalidInput
@@ -90,8 +89,10 @@ def loads(
             raise InvalidJson(
                 _say(what, f"is not UTF-8 text: {exc.reason} at byte {exc.start}")
             ) from None
-    with _refusals(what, max_depth, lambda e: f"line {e.lineno} column {e.colno}"):
+    try:
         value = _DECODER.decode(text)
+    except (ValueError, RecursionError, InvalidJson) as exc:  # JSONDecodeError is a ValueError
+        raise _refusal(exc, what, max_depth, _line_column) from None
     _check_text(value, text, 0, len(text), what, max_depth, raw_surrogates)
     return value
 
@@ -110,9 +111,14 @@ def decode_at(
     InvalidJson with ``syntax`` set; every other refusal means the value itself is bad.
     ``ascii_only`` says ``text`` is known to be ASCII (no surrogates to look for).
     """
-    # Counted from the value's start: the text may be a window of a larger file.
-    with _refusals(what, max_depth, lambda e: f"character {e.pos - start + 1} of the item"):
+    try:
         value, end = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError, InvalidJson) as exc:
+        # Counted from the value's start: the text may be a window of a larger file.
+        def where(e: json.JSONDecodeError) -> str:
+            return f"character {e.pos - start + 1} of the item"
+
+        raise _refusal(exc, what, max_depth, where) from None
     raw_surrogates = not ascii_only and _SURROGATE.search(text, start, end) is not None
     if raw_surrogates and _ESCAPED_BYTE.search(text, start, end):
         raise InvalidJson(_say(what, "is not UTF-8 text"))
@@ -163,24 +169,25 @@ def type_name(value: object) -> str:
 # --- internals ---------------------------------------------------------------------------
 
 
-@contextmanager
-def _refusals(
-    what: str, max_depth: int, where: Callable[[json.JSONDecodeError], str]
-) -> Iterator[None]:
-    """What the scanner raises, as one InvalidJson naming the problem."""
-    try:
-        yield
-    except json.JSONDecodeError as exc:
-        raise InvalidJson(
+def _line_column(exc: json.JSONDecodeError) -> str:
+    return f"line {exc.lineno} column {exc.colno}"
+
+
+def _refusal(
+    exc: Exception, what: str, max_depth: int, where: Callable[[json.JSONDecodeError], str]
+) -> InvalidJson:
+    """What the scanner raised, as one InvalidJson naming the problem (a function, not a
+    context manager: the decode path is hot and must cost nothing when nothing fails)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return InvalidJson(
             _say(what, f"is not JSON: {exc.msg} ({where(exc)})"), syntax=True, pos=exc.pos
-        ) from None
-    except RecursionError:
-        raise InvalidJson(_say(what, f"nests too deeply (more than {max_depth} levels)")) from None
-    except InvalidJson as exc:
-        raise InvalidJson(_say(what, f"holds {exc.reason}")) from None
-    except ValueError:
-        # The only other ValueError of the scanner: int()'s limit on digits.
-        raise InvalidJson(_say(what, _LONG_NUMBER)) from None
+        )
+    if isinstance(exc, RecursionError):
+        return InvalidJson(_say(what, f"nests too deeply (more than {max_depth} levels)"))
+    if isinstance(exc, InvalidJson):
+        return InvalidJson(_say(what, f"holds {exc.reason}"))
+    # The only other ValueError of the scanner: int()'s limit on digits.
+    return InvalidJson(_say(what, _LONG_NUMBER))
 
 
 def _check_text(
