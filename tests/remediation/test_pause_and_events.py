@@ -9,15 +9,12 @@ written changes nothing about the outcome.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import chatkit as K
-import pytest
 import remedkit as R
-from fakes import FakeClock
 
 from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import Incident, State, Verdict, new_pause
@@ -26,22 +23,6 @@ from loopbreaker.remediation.rules import RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)
 DRY = RemediationPolicy(dry_run=True)
-
-
-@pytest.fixture(scope="module")
-def approved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Incident, dict[str, Any]]:
-    path = tmp_path_factory.mktemp("approved") / "template.sqlite"
-    incident, request = R.approve_faulty(path)
-    return path, incident, request
-
-
-@pytest.fixture
-def lab(approved: tuple[Path, Incident, dict[str, Any]], tmp_path: Path) -> Iterator[R.Lab]:
-    path, incident, _ = approved
-    assert incident.approval is not None
-    clock = FakeClock(incident.approval.at + timedelta(minutes=1))
-    with R.lab(K.copy_store(path, tmp_path / "incidents.sqlite"), clock, tmp_path) as made:
-        yield made
 
 
 def nothing_mutated(lab: R.Lab) -> bool:

@@ -9,7 +9,7 @@ trail and exactly which mutating calls were (not) made.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +18,6 @@ from typing import Any
 import chatkit as K
 import pytest
 import remedkit as R
-from fakes import FakeClock
 from fakeservers.base import Fault
 
 from loopbreaker.app.remediation_executor import Result
@@ -27,27 +26,6 @@ from loopbreaker.incidents.records import Outcome, Step
 from loopbreaker.remediation.rules import DrainMode, HostAction, RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)
-
-
-@pytest.fixture(scope="module")
-def approved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Incident, dict[str, Any]]:
-    path = tmp_path_factory.mktemp("approved") / "template.sqlite"
-    incident, request = R.approve_faulty(path)
-    return path, incident, request
-
-
-@pytest.fixture
-def lab(approved: tuple[Path, Incident, dict[str, Any]], tmp_path: Path) -> Iterator[R.Lab]:
-    path, incident, _ = approved
-    assert incident.approval is not None
-    clock = FakeClock(incident.approval.at + timedelta(minutes=1))
-    with R.lab(K.copy_store(path, tmp_path / "incidents.sqlite"), clock, tmp_path) as made:
-        yield made
-
-
-@pytest.fixture
-def request_(approved: tuple[Path, Incident, dict[str, Any]]) -> dict[str, Any]:
-    return dict(approved[2])
 
 
 def handle_until_done(remediator: Any, request: dict[str, Any]) -> Any:
