@@ -250,19 +250,7 @@ def test_unreadable_telemetry_file_is_bad_input(
 ) -> None:
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    code = main(
-        [
-            "diagnose",
-            "--cluster",
-            "c",
-            "--workload",
-            "w",
-            "--issue-time",
-            "2026-05-20T08:00:00Z",
-            "--telemetry",
-            str(tmp_path),
-        ]
-    )
+    code = main(minimal_args(tmp_path))
     assert code == 2
     assert words in capsys.readouterr().err
 
@@ -290,19 +278,7 @@ def test_log_files_with_only_unreadable_entries_give_no_verdict(
 
 
 def test_telemetry_dir_must_exist(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "diagnose",
-            "--cluster",
-            "c",
-            "--workload",
-            "w",
-            "--issue-time",
-            "2026-05-20T08:00:00Z",
-            "--telemetry",
-            "/nonexistent/dir",
-        ]
-    )
+    code = main(minimal_args(Path("/nonexistent/dir")))
     assert code == 2
     assert "/nonexistent/dir" in capsys.readouterr().err
 
