@@ -54,6 +54,8 @@ class Sdk(Enum):
 MAY_USE_SDK: dict[str, Sdk] = {
     "": Sdk.NONE,
     "diagnosis.readers": Sdk.ANY,
+    # msgspec, a JSON decoder (no SDK), for reading big files; never for one message.
+    "signals.decode": Sdk.LAZY,
     "incidents.store": Sdk.LAZY,
     "approval.verify": Sdk.LAZY,
     "chat.clients": Sdk.LAZY,

@@ -237,3 +237,97 @@ def test_a_refusal_names_what_was_decoded_and_the_problem() -> None:
         with pytest.raises(decode.InvalidJson) as caught:
             decode_one('{"x": [NaN]}')
         assert caught.value.reason == "the body holds NaN, which is not JSON"
+
+
+# --- the quick decoder: a subset of what loads() accepts, the same values ------------------
+
+
+def same(a: object, b: object) -> bool:
+    """Equal values of the same types all the way down (1 == 1.0 == True would pass ==),
+    and objects with their keys in the same order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # -0.0 and 0.0 too
+    return a == b
+
+
+NUMBERS = st.one_of(
+    st.integers(),
+    st.integers(min_value=2**63 - 2, max_value=2**64 + 2),
+    st.integers(min_value=-(2**64), max_value=-(2**63) + 2),
+    st.from_regex(r"\A-?(0|[1-9][0-9]{0,40})(\.[0-9]{1,25})?([eE][-+]?[0-9]{1,4})?\Z"),
+)
+# Texts as writers make them: json.dumps of values, raw number forms, duplicate keys,
+# escapes (surrogate pairs and lone ones), nesting around the limit, and broken bytes.
+TEXTS = st.one_of(
+    JSON.map(lambda v: json.dumps(v)),
+    JSON.map(lambda v: json.dumps(v, ensure_ascii=False)),
+    NUMBERS.map(str),
+    st.lists(st.tuples(st.sampled_from("abc"), NUMBERS.map(str)), max_size=5).map(
+        lambda kv: "{" + ", ".join(f'"{k}": {v}' for k, v in kv) + "}"
+    ),
+    st.lists(
+        st.sampled_from(["\\ud83d\\ude00", "\\ud800", "\\udc00", "\\u00e9", "\\n", "x", "\\/"]),
+        max_size=4,
+    ).map(lambda parts: '"' + "".join(parts) + '"'),
+    st.integers(min_value=MAX_DEPTH - 2, max_value=MAX_DEPTH + 2).map(nested),
+    st.sampled_from(["NaN", "Infinity", "1e999", "-1e400", "[1,]", "01", " {} ", "{} x"]),
+)
+
+
+def _full(data: bytes) -> tuple[str, object]:
+    try:
+        return "value", decode.loads(data)
+    except InvalidJson as exc:
+        return "refused", exc.reason
+
+
+@settings(max_examples=600, derandomize=True)
+@given(
+    TEXTS.map(str.encode)
+    | st.binary(max_size=120)
+    | TEXTS.map(lambda t: b"\xef\xbb\xbf" + t.encode())
+)
+def test_the_quick_decoder_accepts_only_what_loads_accepts_and_gives_the_same_value(
+    data: bytes,
+) -> None:
+    quick = decode.quick_decoder()
+    full = _full(data)
+    for form in (data, data.decode("utf-8", "surrogateescape")):
+        value = quick(form)
+        if value is decode.UNDECIDED:
+            continue
+        assert full[0] == "value", (data, full)
+        assert same(value, full[1]), (data, value, full[1])
+
+
+def test_bulk_loads_answers_as_loads_does() -> None:
+    bulk = decode.bulk_loads()
+    for data in (
+        b'{"a": [1, 2.5e3, "\\u00e9"]}',
+        b"18446744073709551616",
+        nested(MAX_DEPTH).encode(),
+    ):
+        assert same(bulk(data), decode.loads(data))
+    # What msgspec refuses, loads() names, word for word.
+    for data in (b"NaN", b'"\\ud800"', nested(MAX_DEPTH + 1).encode(), b"\xff", b"[1,]"):
+        with pytest.raises(InvalidJson) as quick_caught:
+            bulk(data)
+        with pytest.raises(InvalidJson) as full_caught:
+            decode.loads(data)
+        assert quick_caught.value.reason == full_caught.value.reason
+
+
+def test_the_quick_decoder_takes_what_most_files_hold() -> None:
+    # Not vacuous: ordinary LogEntries are taken by the quick path, not handed on.
+    quick = decode.quick_decoder()
+    entry = {"insertId": "1", "resource": {"type": "k8s_container"}, "textPayload": "é"}
+    assert quick(json.dumps(entry).encode()) == entry
+    assert quick(json.dumps(entry)) == entry

@@ -295,3 +295,62 @@ def test_any_bytes_are_items_or_refusals_never_an_exception(
     items = read(path, chunk=chunk)
     assert all((i.error is None) or (i.value is None) for i in items)
     assert all(not i.fatal for i in items[:-1])  # a fatal item is the file's last
+
+
+# Array layouts as writers produce them; items marked None are written as NaN (refused).
+LAYOUTS = {
+    "one a line, comma after": lambda texts: "[\n" + ",\n".join(texts) + "\n]\n",
+    "one a line, comma before": lambda texts: (
+        "[\n" + "\n".join(("," if i else "") + t for i, t in enumerate(texts)) + "\n]"
+    ),
+    "one a line, spaces": lambda texts: "[ " + " ,\n  ".join(texts) + " ]",
+    "two a line": lambda texts: (
+        "["
+        + "".join(
+            t + ("," if i < len(texts) - 1 else "") + ("\n" if i % 2 else "")
+            for i, t in enumerate(texts)
+        )
+        + "]"
+    ),
+    "all on one line": lambda texts: "[" + ",".join(texts) + "]\n",
+}
+
+
+@settings(
+    max_examples=150, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    values=st.lists(JSON | st.none().map(lambda _: NotImplemented), min_size=1, max_size=40),
+    layout=st.sampled_from(sorted(LAYOUTS)),
+    chunk=st.sampled_from([7, 64, 1 << 20]),
+)
+def test_array_layouts_give_every_item_in_place(
+    tmp_path_factory: pytest.TempPathFactory, values: list[object], layout: str, chunk: int
+) -> None:
+    # The quick path (items that end their line) and the full one must agree on values,
+    # refusals and positions, whatever the layout and wherever a chunk ends.
+    texts = ["NaN" if v is NotImplemented else json.dumps(v) for v in values]
+    path = tmp_path_factory.mktemp("layouts") / "a.json"
+    path.write_text(LAYOUTS[layout](texts), encoding="utf-8")
+    items = read(path, chunk=chunk)
+    assert [i.value for i in items] == [None if v is NotImplemented else v for v in values]
+    assert [i.error is not None for i in items] == [v is NotImplemented for v in values]
+    assert [i.source.rsplit("/", 1)[1] for i in items] == [
+        f"a.json[{n}]" for n in range(len(values))
+    ]
+    assert not any(i.fatal for i in items)
+
+
+def test_a_line_that_is_not_the_item_is_never_taken_for_it(tmp_path: Path) -> None:
+    # The first line of a pretty-printed item, an item cut short by its line and a
+    # number continued on the next line are left to the full decoder.
+    path = tmp_path / "a.json"
+    path.write_text('[\n{"a": 1,\n "b": [2,\n 3]},\n{"c": "x"}\n,12\n]')
+    assert [i.value for i in read(path)] == [{"a": 1, "b": [2, 3]}, {"c": "x"}, 12]
+    broken = tmp_path / "b.json"
+    broken.write_text('[\n{"a": 1}\n34,\n{"b": 2}\n]')
+    items = read(broken)
+    assert items[0].value == {"a": 1}
+    assert items[1].fatal and "expected ',' or ']' after item 0, found '3'" in (
+        items[1].error or ""
+    )

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopbreaker.errors import InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
 from loopbreaker.signals import classify as C
 
@@ -125,3 +127,124 @@ def test_fast_signals_equal_constructed_ones(path: Path) -> None:
     assert hash(fast) == hash(slow)
     with pytest.raises(AttributeError):
         fast.kind = SignalKind.UNRECOGNIZED  # type: ignore[misc]
+
+
+# --- screen(): the entries that match no rule, without their Signal ------------------------
+
+ENTRIES = [json.loads(p.read_text())["entry"] for p in FIXTURES]
+LABEL_SETS = [
+    {},
+    {
+        "k8s-pod/jobset_sigs_k8s_io/jobset-name": "llama",
+        "k8s-pod/jobset_sigs_k8s_io/job-index": "0",
+    },
+    {"k8s-pod/jobset_sigs_k8s_io/jobset-name": "", "k8s-pod/training_kubeflow_org/job-name": "tf"},
+    {
+        "k8s-pod/training_kubeflow_org/job-name": "mnist",
+        "k8s-pod/training_kubeflow_org/operator-name": "pytorchjob-controller",
+        "k8s-pod/training_kubeflow_org/replica-type": "Worker",
+    },
+    {
+        "k8s-pod/training_kubeflow_org/job-name": "t",
+        "k8s-pod/training_kubeflow_org/replica-type": "PS",
+    },
+    {"compute.googleapis.com/resource_name": "gke-c-pool-1a2b3c4d-x0y1"},
+    {"k8s-pod/jobset_sigs_k8s_io/jobset-name": 3},
+]
+VARIATIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "textPayload": st.lists(
+            st.sampled_from(FRAGMENTS + ["Node 'gke-a-b' x", "NCCL INFO"]), max_size=5
+        ).map("".join)
+        | st.integers(),
+        "jsonPayload": st.fixed_dictionaries(
+            {},
+            optional={
+                "message": st.sampled_from(FRAGMENTS),
+                "reason": st.sampled_from(["Evicted", "Preempted", "BackOff"]),
+                "involvedObject": st.just({"kind": "Pod", "name": "p"}),
+                "n": st.integers(),
+            },
+        ),
+        "labels": st.sampled_from(LABEL_SETS),
+        "severity": st.sampled_from(["info", "ERROR", "bogus", 400, True, None]),
+        "insertId": st.sampled_from(["abc", 7, None]),
+        "timestamp": st.sampled_from(
+            ["2026-05-20T08:11:54.727716594Z", "2026-05-20T08:11:54+02:00", "yesterday", 5, None]
+        ),
+        "resource.type": st.sampled_from(
+            ["k8s_container", "k8s_node", "gke_nodepool", "k8s_cluster", 9, None]
+        ),
+        "resource.labels": st.sampled_from(
+            [
+                {},
+                {"node_name": "n-1", "cluster_name": "c"},
+                {"pod_name": "p", "namespace_name": "ns"},
+                {"project_id": 5},
+            ]
+        ),
+        "logName": st.sampled_from(["projects/p1/logs/stdout", "organizations/o/logs/x", 3, None]),
+        "drop": st.sampled_from(["resource", "protoPayload", "textPayload"]),
+    },
+)
+
+
+def _vary(entry: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    varied = json.loads(json.dumps(entry))
+    resource = varied.setdefault("resource", {})
+    for key, value in changes.items():
+        if key == "drop":
+            varied.pop(value, None)
+        elif key.startswith("resource.") and isinstance(resource, dict):
+            resource[key.split(".", 1)[1]] = value
+        else:
+            varied[key] = value
+    return varied
+
+
+def _classified(entry: object) -> Signal | str:
+    try:
+        return C.classify(entry)
+    except InvalidLogEntry as exc:
+        return f"refused: {exc}"
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.sampled_from(ENTRIES), VARIATIONS)
+def test_screen_agrees_with_classify(entry: dict[str, Any], changes: dict[str, Any]) -> None:
+    varied = _vary(entry, changes)
+    full = _classified(varied)
+    try:
+        quiet = C.screen(varied)
+    except InvalidLogEntry as exc:
+        assert full == f"refused: {exc}"  # the same refusal, word for word
+        return
+    assert not isinstance(full, str), full
+    if quiet is not None:
+        assert full.kind is SignalKind.UNRECOGNIZED, (varied, full.kind)
+        assert quiet == (C.identity(full), full.timestamp)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {
+            "resource": {"type": "k8s_container", "labels": {"cluster_name": "c", "pod_name": "p"}},
+            "labels": LABEL_SETS[3],
+            "textPayload": "step 12: loss=0.3 tokens/s=182734",
+            "timestamp": "2026-05-20T08:11:54Z",
+        },
+        {
+            "resource": {"type": "k8s_container", "labels": {"namespace_name": "ml"}},
+            "jsonPayload": {"message": "epoch 3 done", "step": 12},
+            "logName": "projects/p1/logs/stderr",
+        },
+        {"resource": {"type": "k8s_node", "labels": {}}, "textPayload": "Node 'gke-a-b' is fine"},
+    ],
+)
+def test_ordinary_lines_take_the_quiet_path(entry: dict[str, Any]) -> None:
+    # Not vacuous: what most log lines are is screened without a Signal.
+    quiet = C.screen(entry)
+    assert quiet is not None
+    assert quiet == (C.identity(C.classify(entry)), C.classify(entry).timestamp)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ from loopbreaker.model import (
     SignalKind,
     SourceStatus,
 )
-from loopbreaker.signals.classify import classify
+from loopbreaker.signals import files
+from loopbreaker.signals.classify import Identity, classify, identity, screen
 from loopbreaker.timeutil import from_epoch
 
 METRICS_FILE = "metrics.om"
@@ -137,61 +139,67 @@ def _parse_labels(text: str, source: str, number: int) -> dict[str, str]:
     return labels
 
 
-def read_log_file(path: Path, name: str | None = None) -> Iterator[tuple[str, object]]:
-    """Yield (location, value) for each entry of a JSON array, one JSON object, or JSONL,
-    streamed: memory holds one entry, not the file. An entry that is not JSON is yielded
-    as :class:`_Unparsable`; a file whose structure breaks is an InvalidTelemetry."""
-    from loopbreaker.signals import files
+class _Span:
+    """The first and the last entry of one identity that matched no rule: they tell what
+    the logs name (workloads, clusters, the time span), and memory stays bounded by the
+    evidence, not by the file. Entries stay undecided (raw) until the end."""
 
-    name = name or path.name
-    for item in files.read([path]):
-        where = name + item.source[len(str(path)) :] if item.source.startswith(str(path)) else name
-        if item.fatal:
-            raise InvalidTelemetry(f"{where}: {item.error}")
-        if item.error is not None:
-            yield where, _Unparsable(item.error)
-        else:
-            yield where, item.value
+    __slots__ = ("first", "first_at", "last", "last_at")
 
+    def __init__(self, entry: object, at: datetime | None) -> None:
+        self.first = self.last = entry
+        self.first_at = self.last_at = at
 
-class _Unparsable:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+    def add(self, entry: object, at: datetime | None) -> None:
+        if at is None:
+            return
+        if self.first_at is None or at < self.first_at:
+            self.first, self.first_at = entry, at
+        if self.last_at is None or at > self.last_at:
+            self.last, self.last_at = entry, at
 
-
-#: Unrecognized entries only tell what the logs name (workloads, clusters, the time span):
-#: one first and one last entry per identity keep that, and memory bounded by the
-#: evidence, not by the file.
-def _identity(sig: Signal) -> tuple[object, ...]:
-    return (sig.project, sig.cluster, sig.namespace, sig.workload, sig.workload_kind, sig.node)
+    def signals(self) -> list[Signal]:
+        ends = [self.first] if self.first is self.last else [self.first, self.last]
+        return [e if isinstance(e, Signal) else classify(e) for e in ends]
 
 
 def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
+    """Classify every entry of the log files (JSON arrays, JSON Lines or one object each),
+    streamed: memory holds one entry and the evidence kept, not the file. An entry that
+    is not a LogEntry is listed in ``rejected``; a file whose structure breaks is an
+    InvalidTelemetry."""
     result = LogRead()
-    spans: dict[tuple[object, ...], list[Signal]] = {}
+    spans: dict[Identity, _Span] = {}
     for path in paths:
         name = str(path.relative_to(root)) if root is not None else path.name
         result.files.append(name)
-        for where, value in read_log_file(path, name):
-            if isinstance(value, _Unparsable):
-                result.rejected.append((where, f"not JSON: {value.reason}"))
+        for item in files.read([path]):
+            if item.error is not None:
+                if item.fatal:
+                    raise InvalidTelemetry(f"{item.location(name)}: {item.error}")
+                result.rejected.append((item.location(name), f"not JSON: {item.error}"))
                 continue
+            value = item.value
             try:
-                sig = classify(value)
+                quiet = screen(value)
+                if quiet is None:
+                    sig = classify(value)
+                    if sig.kind is not SignalKind.UNRECOGNIZED:
+                        result.signals.append(sig)
+                        continue
+                    key, at, kept = identity(sig), sig.timestamp, sig
+                else:
+                    key, at, kept = quiet.identity, quiet.timestamp, value
             except InvalidLogEntry as exc:
-                result.rejected.append((where, str(exc)))
+                result.rejected.append((item.location(name), str(exc)))
                 continue
-            if sig.kind is not SignalKind.UNRECOGNIZED:
-                result.signals.append(sig)
-                continue
-            span = spans.setdefault(_identity(sig), [sig, sig])
-            if sig.timestamp is not None:
-                if span[0].timestamp is None or sig.timestamp < span[0].timestamp:
-                    span[0] = sig
-                if span[1].timestamp is None or sig.timestamp > span[1].timestamp:
-                    span[1] = sig
-    for first, last in spans.values():
-        result.signals += [first] if first is last else [first, last]
+            span = spans.get(key)
+            if span is None:
+                spans[key] = _Span(kept, at)
+            else:
+                span.add(kept, at)
+    for span in spans.values():
+        result.signals += span.signals()
     return result
 
 

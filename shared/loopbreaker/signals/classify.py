@@ -10,7 +10,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import KUBEFLOW_CHIEF_TYPES, Signal, SignalKind, WorkloadKind
@@ -190,6 +190,46 @@ _RULES: tuple[tuple[SignalKind, re.Pattern[str], bool, tuple[str, ...], bool, st
 )
 
 
+class _LiteralScan:
+    """Whether a lowered text holds any literal of the rules that apply; most lines hold
+    none, and this says so for the cost of a few searches, not one per literal.
+
+    A literal that contains another is dropped (the shorter one is there whenever it
+    is). The rest are searched as one pattern per first character: a pattern that
+    starts with a literal is searched by a fast scan for it, where one alternation of
+    every literal is tried at each character.
+    """
+
+    def __init__(self, literals: set[str]) -> None:
+        kept = sorted(g for g in literals if not any(o != g and o in g for o in literals))
+        by_first: dict[str, list[str]] = {}
+        for literal in kept:
+            by_first.setdefault(literal[0], []).append(literal[1:])
+        self.patterns = tuple(
+            re.compile(
+                re.escape(first)
+                + "(?:"
+                + "|".join(re.escape(r) for r in sorted(rests, key=lambda r: (-len(r), r)))
+                + ")"
+            )
+            for first, rests in sorted(by_first.items())
+        )
+
+    def any_in(self, lowered: str) -> bool:
+        for pattern in self.patterns:  # noqa: SIM110 - a loop, not any(): a hot path
+            if pattern.search(lowered) is not None:
+                return True
+        return False
+
+
+def _rule_literals(container: bool) -> set[str]:
+    return {g for _, _, for_c, guards, _, _ in _RULES if for_c or not container for g in guards}
+
+
+# (every rule, the rules for container logs)
+_SCANS = (_LiteralScan(_rule_literals(container=False)), _LiteralScan(_rule_literals(True)))
+
+
 _NODE_IN_TEXT = (
     re.compile(r"\bNode '(?P<node>[^']+)'"),
     re.compile(r"\bNode (?P<node>[a-z0-9][a-z0-9.-]*) status is now", re.I),
@@ -215,6 +255,127 @@ _AUDIT_POD = re.compile(r"^core/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)(
 
 def classify(entry: object) -> Signal:
     """Classify one LogEntry; raise InvalidLogEntry if ``entry`` is not one."""
+    parts = _parts(entry)
+    rlabels, labels = parts.rlabels, parts.labels
+    zone = rlabels.get("zone")
+    fields: dict[str, Any] = {
+        "timestamp": parts.timestamp,
+        "severity": parts.severity,
+        "project": rlabels.get("project_id") or _project_from_log_name(parts.log_name),
+        "cluster": rlabels.get("cluster_name"),
+        "location": rlabels.get("location") or zone,
+        "node_pool": rlabels.get("node_pool_name")
+        or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
+        "node": rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
+        "namespace": rlabels.get("namespace_name"),
+        "pod": rlabels.get("pod_name"),
+        "container": rlabels.get("container_name"),
+        "instance_id": rlabels.get("instance_id"),
+        "zone": zone,
+        "insert_id": parts.insert_id,
+        "log_name": parts.log_name,
+        "resource_type": parts.resource_type,
+    }
+    _workload_fields(labels, fields)
+
+    kind, text, reason = _classify_payload(
+        parts.resource_type, parts.text, parts.json_payload, parts.proto_payload, fields
+    )
+    if reason:
+        fields["reason"] = reason
+    _fill_from_text(text, fields)
+    _fill_coordinator(fields)
+    fields["kind"] = kind
+    # Cut before folding white space so a huge payload costs no more than a short one.
+    fields["excerpt"] = _excerpt(text[: MAX_EXCERPT * 4])
+    return _new_signal(fields)
+
+
+#: Where an entry comes from, as far as the entries that match no rule matter: what the
+#: logs name (projects, clusters, namespaces, workloads, nodes) and the time they span.
+Identity = tuple[str | None, str | None, str | None, str | None, str | None, str | None]
+
+
+def identity(signal: Signal) -> Identity:
+    """``(project, cluster, namespace, workload, workload_kind, node)`` of a Signal."""
+    return (
+        signal.project,
+        signal.cluster,
+        signal.namespace,
+        signal.workload,
+        signal.workload_kind,
+        signal.node,
+    )
+
+
+class Quiet(NamedTuple):
+    """An entry that matches no rule: its :func:`identity` and time, and nothing else."""
+
+    identity: Identity
+    timestamp: datetime | None
+
+
+def screen(entry: object) -> Quiet | None:
+    """The identity and time of an entry that :func:`classify` certainly calls
+    ``unrecognized``, found without building its Signal; None when it may match a rule.
+
+    Most entries of a training job's logs are its own output and match nothing: reading
+    a large file, this is what they cost. It raises InvalidLogEntry exactly when
+    classify() does, and agrees with it on identity and time
+    (``tests/signals/test_functions_hot_path.py``).
+    """
+    parts = _parts(entry)
+    if parts.proto_payload is not None:
+        return None  # audit entries: the method decides, not the text
+    is_container = parts.resource_type == "k8s_container"
+    json_payload = parts.json_payload
+    if json_payload is None:
+        text = parts.text
+    elif is_container:
+        text = _json_text(json_payload)
+    else:
+        return None  # may be a Kubernetes Event: its reason decides
+    if _SCANS[is_container].any_in(text.lower()):
+        return None
+    rlabels, labels = parts.rlabels, parts.labels
+    node = rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name")
+    if not node:
+        # "node_pool" is not part of the identity: spare the search for it.
+        found: dict[str, Any] = {"node": node, "node_pool": True}
+        _fill_from_text(text, found)
+        node = found["node"]
+    workload, kind, _ = _workload_of(labels)
+    return Quiet(
+        (
+            rlabels.get("project_id") or _project_from_log_name(parts.log_name),
+            rlabels.get("cluster_name"),
+            rlabels.get("namespace_name"),
+            workload,
+            kind,
+            node,
+        ),
+        parts.timestamp,
+    )
+
+
+class _Parts(NamedTuple):
+    """A LogEntry's fields once checked, as classify() and screen() read them."""
+
+    resource_type: str | None
+    rlabels: Mapping[str, str]
+    labels: Mapping[str, str]
+    log_name: str | None
+    #: ``textPayload``, or "" when the entry has none.
+    text: str
+    json_payload: Mapping[str, Any] | None
+    proto_payload: Mapping[str, Any] | None
+    timestamp: datetime | None
+    severity: str
+    insert_id: str | None
+
+
+def _parts(entry: object) -> _Parts:
+    """Check the fields every classification reads; InvalidLogEntry names what is wrong."""
     if not _is_map(entry):
         raise InvalidLogEntry(f"a LogEntry must be a JSON object, got {_type_name(entry)}")
     resource = entry.get("resource")
@@ -254,39 +415,18 @@ def classify(entry: object) -> Signal:
     insert_id = entry.get("insertId")
     if insert_id is not None and not isinstance(insert_id, str):
         raise InvalidLogEntry(f"'insertId' must be a string, got {_type_name(insert_id)}")
-
-    zone = rlabels.get("zone")
-    fields: dict[str, Any] = {
-        "timestamp": timestamp,
-        "severity": severity,
-        "project": rlabels.get("project_id") or _project_from_log_name(log_name),
-        "cluster": rlabels.get("cluster_name"),
-        "location": rlabels.get("location") or zone,
-        "node_pool": rlabels.get("node_pool_name")
-        or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
-        "node": rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
-        "namespace": rlabels.get("namespace_name"),
-        "pod": rlabels.get("pod_name"),
-        "container": rlabels.get("container_name"),
-        "instance_id": rlabels.get("instance_id"),
-        "zone": zone,
-        "insert_id": insert_id,
-        "log_name": log_name,
-        "resource_type": resource_type,
-    }
-    _workload_fields(labels, fields)
-
-    kind, text, reason = _classify_payload(
-        resource_type, text_payload, json_payload, proto_payload, fields
+    return _Parts(
+        resource_type,
+        rlabels,
+        labels,
+        log_name,
+        text_payload or "",
+        json_payload,
+        proto_payload,
+        timestamp,
+        severity,
+        insert_id,
     )
-    if reason:
-        fields["reason"] = reason
-    _fill_from_text(text, fields)
-    _fill_coordinator(fields)
-    fields["kind"] = kind
-    # Cut before folding white space so a huge payload costs no more than a short one.
-    fields["excerpt"] = _excerpt(text[: MAX_EXCERPT * 4])
-    return _new_signal(fields)
 
 
 # Signal is a frozen dataclass of 25 fields: its generated __init__ calls
@@ -310,7 +450,7 @@ def _new_signal(values: dict[str, Any]) -> Signal:
 
 def _classify_payload(
     resource_type: str | None,
-    text_payload: str | None,
+    text_payload: str,
     json_payload: Mapping[str, Any] | None,
     proto_payload: Mapping[str, Any] | None,
     fields: dict[str, Any],
@@ -338,7 +478,7 @@ def _classify_payload(
             return SignalKind.UNRECOGNIZED, summary, None
         return SignalKind.UNRECOGNIZED, status_msg if isinstance(status_msg, str) else "", None
 
-    text = text_payload or ""
+    text = text_payload
     if json_payload is not None:
         # A container's own stdout is the workload's to write: a JSON line shaped like a
         # Kubernetes Event there is text, never an Event about a node or pod.
@@ -349,6 +489,8 @@ def _classify_payload(
 
     is_container = resource_type == "k8s_container"
     lowered = text.lower()
+    if not _SCANS[is_container].any_in(lowered):
+        return SignalKind.UNRECOGNIZED, text, None
     # lower() may change the length of non-ASCII text; then offsets do not carry over.
     same_length = len(lowered) == len(text)
     for kind, pattern, for_containers, guards, from_guard, also in _RULES:
@@ -586,17 +728,13 @@ def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
     if not labels:  # node, node-pool and audit entries carry no pod labels
         fields["workload"] = fields["coordinator"] = None
         return
-    jobset = labels.get("k8s-pod/jobset_sigs_k8s_io/jobset-name")
-    kubeflow = labels.get("k8s-pod/training_kubeflow_org/job-name")
-    fields["workload"] = jobset or kubeflow
+    workload, kind, kubeflow = _workload_of(labels)
+    fields["workload"] = workload
     replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
     replica_index = labels.get("k8s-pod/training_kubeflow_org/replica-index")
-    if jobset:
-        fields["workload_kind"] = WorkloadKind.JOBSET.value
-    elif kubeflow:
-        operator = labels.get("k8s-pod/training_kubeflow_org/operator-name")
-        kind = kubeflow_kind(operator, replica_type)
-        fields["workload_kind"] = kind.value if kind else None
+    if kind is not None or kubeflow:
+        fields["workload_kind"] = kind
+    if kubeflow:
         fields["replica_type"] = replica_type.lower() if replica_type else None
     coordinator: bool | None = None
     job_index = labels.get("k8s-pod/jobset_sigs_k8s_io/job-index")
@@ -614,6 +752,20 @@ def _workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
             replica_type.lower() == "worker" and replica_index == "0"
         )
     fields["coordinator"] = coordinator
+
+
+def _workload_of(labels: Mapping[str, str]) -> tuple[str | None, str | None, bool]:
+    """The workload a pod's labels name, its kind, and whether Kubeflow's labels name it."""
+    jobset = labels.get("k8s-pod/jobset_sigs_k8s_io/jobset-name")
+    if jobset:
+        return jobset, WorkloadKind.JOBSET.value, False
+    kubeflow = labels.get("k8s-pod/training_kubeflow_org/job-name")
+    if kubeflow:
+        operator = labels.get("k8s-pod/training_kubeflow_org/operator-name")
+        replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
+        kind = kubeflow_kind(operator, replica_type)
+        return kubeflow, kind.value if kind else None, True
+    return jobset or kubeflow, None, False
 
 
 def kubeflow_kind(operator: str | None, replica_type: str | None) -> WorkloadKind | None:

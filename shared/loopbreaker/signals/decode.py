@@ -33,6 +33,8 @@ from loopbreaker.errors import InvalidInput
 MAX_DEPTH = 64
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A surrogate written as an escape (``\\ud800``): the decoder lets it through.
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD]")
 # What a surrogateescape reader makes of bytes that are not UTF-8.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
@@ -95,6 +97,53 @@ def loads(
         raise _refusal(exc, what, max_depth, _line_column) from None
     _check_text(value, text, 0, len(text), what, max_depth, raw_surrogates)
     return value
+
+
+#: What a :func:`quick_decoder` returns for a text it leaves to the full decoder.
+UNDECIDED: Any = object()
+
+
+def quick_decoder() -> Callable[[bytes | str], Any]:
+    """A decoder for reading many items (files of LogEntries): msgspec, about twice as
+    fast as json. It returns the value, or :data:`UNDECIDED` for anything it refuses,
+    which the full decoder (:func:`loads`, :func:`decode_at`) then decodes and answers
+    for: the value, or the InvalidJson that names the problem.
+
+    msgspec accepts a subset of what the full decoder accepts (it also refuses lone
+    surrogates, numbers out of range and nesting past its own limit) and gives the same
+    values, key order and types included: ``tests/signals/test_decode.py`` checks both
+    claims. The depth rule is checked here. Imported here, not at the top: the
+    functions decode one message at a time and never need it.
+    """
+    import msgspec
+
+    decode = msgspec.json.Decoder().decode
+
+    def quick(data: bytes | str) -> Any:
+        try:
+            value = decode(data)
+        except Exception:  # whatever msgspec refuses, the full decoder decides and names
+            return UNDECIDED
+        if isinstance(data, bytes):
+            deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH
+        else:
+            deep = data.count("[") + data.count("{") > MAX_DEPTH
+        if deep and _walk(value, MAX_DEPTH) is not None:
+            return UNDECIDED
+        return value
+
+    return quick
+
+
+def bulk_loads() -> Callable[[bytes], Any]:
+    """:func:`loads` through a :func:`quick_decoder` first: the same answers, faster."""
+    quick = quick_decoder()
+
+    def bulk(data: bytes) -> Any:
+        value = quick(data)
+        return loads(data) if value is UNDECIDED else value
+
+    return bulk
 
 
 def decode_at(
@@ -201,7 +250,8 @@ def _check_text(
 ) -> None:
     """Walk ``value`` only when its text could break a rule: cheap counts decide."""
     deep = text.count("[", start, end) + text.count("{", start, end) > max_depth
-    escaped = text.find("\\ud", start, end) != -1 or text.find("\\uD", start, end) != -1
+    # One search with a literal prefix: a fraction of two str.find calls.
+    escaped = _ESCAPED_SURROGATE.search(text, start, end) is not None
     if deep or escaped or raw_surrogates:
         check(value, what=what, max_depth=max_depth)
 
