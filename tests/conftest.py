@@ -21,28 +21,45 @@ from fakes import (
 )
 
 from loopbreaker.incidents.store.base import IncidentStore  # noqa: E402
-from loopbreaker.incidents.store.sqlite import SqliteStore  # noqa: E402
+from loopbreaker.incidents.store.sqlite import SCRATCH_MEMORY_KEYS, SqliteStore  # noqa: E402
 
 # Real-service fixtures (prometheus_factory, alertmanager_factory, pubsub_emulator,
 # firestore_emulator, function_server_factory) live in harness/fixtures.py.
 pytest_plugins = ["harness.fixtures"]
 
 
-@pytest.fixture(params=["fake", "sqlite"])
+@pytest.fixture(params=["fake", "sqlite", "sqlite-scratch"])
 def store(request: pytest.FixtureRequest) -> Iterator[IncidentStore]:
-    """Each responder test runs on the recording fake and on the embedded SQLite store."""
-    made: IncidentStore = FakeStore() if request.param == "fake" else SqliteStore(":memory:")
+    """Each responder test runs on the recording fake and on the embedded SQLite store,
+    durable and scratch (a replay's)."""
+    made: IncidentStore = (
+        FakeStore()
+        if request.param == "fake"
+        else SqliteStore(":memory:", scratch=request.param == "sqlite-scratch")
+    )
     yield made
     made.close()
 
 
-@pytest.fixture(params=["sqlite", "firestore", "fake"])
+@pytest.fixture(params=["sqlite", "sqlite-scratch", "sqlite-scratch-3", "firestore", "fake"])
 def store_factory(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[StoreFactory]:
-    """A factory: every call opens another handle on the SAME store (a new connection)."""
+    """A factory: every call opens another handle on the SAME store (a new connection).
+
+    A scratch SQLite store has one handle only (its dedup keys are in its memory): every
+    call returns it. ``-3`` keeps three keys in memory and the rest in its table.
+    """
     opened: list[IncidentStore] = []
-    if request.param == "sqlite":
+    if request.param.startswith("sqlite-scratch"):
+        limit = 3 if request.param.endswith("-3") else SCRATCH_MEMORY_KEYS
+        scratch = SqliteStore(tmp_path / "incidents.sqlite", scratch=True, memory_keys=limit)
+        opened.append(scratch)
+
+        def make() -> IncidentStore:
+            return scratch
+
+    elif request.param == "sqlite":
         path = tmp_path / "incidents.sqlite"
 
         def make() -> IncidentStore:

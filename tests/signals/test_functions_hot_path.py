@@ -223,7 +223,7 @@ def test_screen_agrees_with_classify(entry: dict[str, Any], changes: dict[str, A
     assert not isinstance(full, str), full
     if quiet is not None:
         assert full.kind is SignalKind.UNRECOGNIZED, (varied, full.kind)
-        assert quiet == (C.identity(full), full.timestamp)
+        assert quiet == (C.identity(full), full.timestamp, full.insert_id)
 
 
 @pytest.mark.parametrize(
@@ -247,4 +247,5 @@ def test_ordinary_lines_take_the_quiet_path(entry: dict[str, Any]) -> None:
     # Not vacuous: what most log lines are is screened without a Signal.
     quiet = C.screen(entry)
     assert quiet is not None
-    assert quiet == (C.identity(C.classify(entry)), C.classify(entry).timestamp)
+    full = C.classify(entry)
+    assert quiet == (C.identity(full), full.timestamp, full.insert_id)

@@ -199,7 +199,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="loopbreaker-replay-") as scratch:
         path = store_path or Path(scratch) / "incidents.sqlite"
         local = replace(settings, store=StoreSpec(StoreKind.SQLITE, path))
-        store = SqliteStore(path)
+        store = SqliteStore(path, scratch=store_path is None)
         evidence: EvidenceProvider | None = TelemetryDirEvidence(telemetry) if telemetry else None
         clock = ReplayClock(datetime.now(UTC))
         responder = build_responder(

@@ -77,7 +77,7 @@ from loopbreaker.model import (
 )
 from loopbreaker.remediation.queue import LogQueue, RemediationQueue, publish_approved
 from loopbreaker.signals.alerts import AlertSignal
-from loopbreaker.signals.classify import classify
+from loopbreaker.signals.classify import classify, screen
 from loopbreaker.signals.envelope import Delivery
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -240,15 +240,22 @@ class Responder:
     ) -> Outcome:
         """Group one LogEntry into an incident. TransientError propagates (retry)."""
         try:
-            signal = classify(entry)
+            quiet = screen(entry)
+            signal = classify(entry) if quiet is None else None
         except InvalidLogEntry as exc:
             text = str(exc)
             reason = text if text.startswith("not a LogEntry") else f"not a LogEntry: {text}"
             return self.reject(message_id, reason)
         assert isinstance(entry, Mapping)  # classify() accepted it
-        return self._ingest(
-            signal, incidents.entry_id(entry), message_id, fallback_time=fallback_time
-        )
+        entry_id = incidents.entry_id(entry)
+        if signal is None:
+            assert quiet is not None
+            # Most of a job's log lines match no rule: they cost no Signal.
+            where = quiet.identity
+            return self._unkeyed(
+                message_id, entry_id, "unrecognized", where.cluster, where.node, quiet.insert_id
+            )
+        return self._ingest(signal, entry_id, message_id, fallback_time=fallback_time)
 
     def handle_alert(self, alert: AlertSignal, message_id: str | None = None) -> Outcome:
         """Group one alert's signal like a log entry's; its dedup id is the alert's own
@@ -282,17 +289,9 @@ class Responder:
         key = incidents.key_for(signal, self.settings.project)
         labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
         if key is None:
-            # Remembered all the same, so a redelivery counts as a duplicate, not again.
-            ids = incidents.dedup_ids(entry_id, message_id)
-            if self.store.remember(ids, now):
-                return self._duplicate(message_id, signal, labels)
-            reason = (
-                "no known failure signature"
-                if signal.kind.value == "unrecognized"
-                else "names no workload, node pool, host or node"
-            )
-            return self._ignored(
-                message_id, signal.kind.value, reason, labels, insert_id=signal.insert_id
+            kind = signal.kind.value
+            return self._unkeyed(
+                message_id, entry_id, kind, signal.cluster, signal.node, signal.insert_id
             )
         event_time = signal.timestamp or _parse_optional(fallback_time) or now
         arrival = Arrival(
@@ -308,7 +307,7 @@ class Responder:
         result = self.store.ingest(arrival)
         incident_id = result.joined
         if result.duplicate:
-            return self._duplicate(message_id, signal, labels)
+            return self._duplicate(message_id, signal.kind.value, signal.insert_id, labels)
         if incident_id is None:
             # A resolved alert whose incident is gone or final: nothing is left to update.
             return self._ignored(
@@ -336,6 +335,27 @@ class Responder:
             kind=signal.kind.value,
         )
 
+    def _unkeyed(
+        self,
+        message_id: str | None,
+        entry_id: str,
+        kind: str,
+        cluster: str | None,
+        node: str | None,
+        insert_id: str | None,
+    ) -> Outcome:
+        """An entry that concerns no incident: ignored, and remembered all the same, so a
+        redelivery counts as a duplicate, not again."""
+        labels = {"message_id": message_id, "cluster": cluster, "node": node}
+        if self.store.remember(incidents.dedup_ids(entry_id, message_id), self.clock()):
+            return self._duplicate(message_id, kind, insert_id, labels)
+        reason = (
+            "no known failure signature"
+            if kind == SignalKind.UNRECOGNIZED
+            else "names no workload, node pool, host or node"
+        )
+        return self._ignored(message_id, kind, reason, labels, insert_id=insert_id)
+
     def _ignored(
         self,
         message_id: str | None,
@@ -359,7 +379,11 @@ class Responder:
         return Outcome(Status.IGNORED, message_id, kind=kind, reason=reason)
 
     def _duplicate(
-        self, message_id: str | None, signal: Signal, labels: Mapping[str, object]
+        self,
+        message_id: str | None,
+        kind: str,
+        insert_id: str | None,
+        labels: Mapping[str, object],
     ) -> Outcome:
         self._count(Status.DUPLICATE)
         event(
@@ -368,9 +392,9 @@ class Responder:
             "duplicate delivery ignored",
             labels=labels,
             event="entry_duplicate",
-            insert_id=signal.insert_id,
+            insert_id=insert_id,
         )
-        return Outcome(Status.DUPLICATE, message_id, kind=signal.kind.value)
+        return Outcome(Status.DUPLICATE, message_id, kind=kind)
 
     def reject(self, message_id: str | None, reason: str, **fields: Any) -> Outcome:
         """Bad input: one line (ERROR by default) naming the message and the reason."""

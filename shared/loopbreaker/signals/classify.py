@@ -291,14 +291,21 @@ def classify(entry: object) -> Signal:
     return _new_signal(fields)
 
 
-#: Where an entry comes from, as far as the entries that match no rule matter: what the
-#: logs name (projects, clusters, namespaces, workloads, nodes) and the time they span.
-Identity = tuple[str | None, str | None, str | None, str | None, str | None, str | None]
+class Identity(NamedTuple):
+    """Where an entry comes from, as far as the entries that match no rule matter: what
+    the logs name (projects, clusters, namespaces, workloads, nodes)."""
+
+    project: str | None
+    cluster: str | None
+    namespace: str | None
+    workload: str | None
+    workload_kind: str | None
+    node: str | None
 
 
 def identity(signal: Signal) -> Identity:
-    """``(project, cluster, namespace, workload, workload_kind, node)`` of a Signal."""
-    return (
+    """The :class:`Identity` of a Signal."""
+    return Identity(
         signal.project,
         signal.cluster,
         signal.namespace,
@@ -309,14 +316,15 @@ def identity(signal: Signal) -> Identity:
 
 
 class Quiet(NamedTuple):
-    """An entry that matches no rule: its :func:`identity` and time, and nothing else."""
+    """An entry that matches no rule: its :class:`Identity`, time and insertId."""
 
     identity: Identity
     timestamp: datetime | None
+    insert_id: str | None
 
 
 def screen(entry: object) -> Quiet | None:
-    """The identity and time of an entry that :func:`classify` certainly calls
+    """The identity, time and insertId of an entry that :func:`classify` certainly calls
     ``unrecognized``, found without building its Signal; None when it may match a rule.
 
     Most entries of a training job's logs are its own output and match nothing: reading
@@ -346,7 +354,7 @@ def screen(entry: object) -> Quiet | None:
         node = found["node"]
     workload, kind, _ = _workload_of(labels)
     return Quiet(
-        (
+        Identity(
             rlabels.get("project_id") or _project_from_log_name(parts.log_name),
             rlabels.get("cluster_name"),
             rlabels.get("namespace_name"),
@@ -355,6 +363,7 @@ def screen(entry: object) -> Quiet | None:
             node,
         ),
         parts.timestamp,
+        parts.insert_id,
     )
 
 

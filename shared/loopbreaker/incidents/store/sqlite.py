@@ -31,6 +31,9 @@ from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 SCHEMA_VERSION = 1
 #: How long a connection waits for another writer before the operation counts as transient.
 BUSY_TIMEOUT_SECONDS = 30.0
+#: Dedup keys a scratch store keeps in memory (about 150 bytes each) before it writes
+#: the rest to its table: memory stays bounded whatever the size of the replay.
+SCRATCH_MEMORY_KEYS = 500_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS incidents (
@@ -123,10 +126,29 @@ def _from_us(value: int) -> datetime:
 
 
 class SqliteStore:
-    """IncidentStore on one SQLite file (``:memory:`` works for tests)."""
+    """IncidentStore on one SQLite file (``:memory:`` works for tests).
 
-    def __init__(self, path: Path | str) -> None:
+    ``scratch`` is for a file thrown away when the process ends (a replay without
+    ``--store``): nobody else opens it and no crash needs surviving, so writes skip the
+    fsync and the write-ahead log, and the first ``memory_keys`` dedup keys are kept in
+    memory (a dict lookup, where the table costs a B-tree insert: a replay remembers
+    every entry of its files). Memory keys follow the transactions: a call that fails
+    adds none, and a batch rolled back takes its keys back out.
+    """
+
+    def __init__(
+        self, path: Path | str, *, scratch: bool = False, memory_keys: int = SCRATCH_MEMORY_KEYS
+    ) -> None:
         self.path = str(path)
+        #: A scratch store's dedup keys in memory (key -> microseconds), else None.
+        self._memory: dict[str, int] | None = {} if scratch else None
+        self._memory_keys = memory_keys
+        #: Whether the dedup table may hold keys (a scratch store's once memory is full).
+        self._table_used = not scratch
+        #: Memory keys of the call in progress, added when it succeeds.
+        self._staged: list[tuple[str, int]] = []
+        #: Memory keys added during the open batch, taken back out if it rolls back.
+        self._batch_keys: list[str] = []
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -143,8 +165,13 @@ class SqliteStore:
                 isolation_level=None,  # we issue BEGIN/COMMIT ourselves
                 check_same_thread=False,  # guarded by self._lock
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            if scratch:
+                # The rollback journal stays (in memory): savepoints still undo a call.
+                self._conn.execute("PRAGMA journal_mode=MEMORY")
+                self._conn.execute("PRAGMA synchronous=OFF")
+            else:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
             self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.OperationalError as exc:
@@ -174,18 +201,28 @@ class SqliteStore:
             except BaseException:
                 self._in_batch = False
                 self._conn.execute("ROLLBACK")
+                self._forget_batch_keys()
                 raise
             self._in_batch = False
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
                 self._conn.execute("ROLLBACK")
+                self._forget_batch_keys()
                 _reraise(exc)
+            self._batch_keys.clear()
+
+    def _forget_batch_keys(self) -> None:
+        if self._memory is not None:
+            for key in self._batch_keys:
+                self._memory.pop(key, None)
+        self._batch_keys.clear()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self.transactions += 1
+            self._staged = []
             if self._in_batch:
                 self._conn.execute("SAVEPOINT call")
                 try:
@@ -195,6 +232,7 @@ class SqliteStore:
                     self._conn.execute("RELEASE call")
                     raise
                 self._conn.execute("RELEASE call")
+                self._keep_staged()
                 return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -210,6 +248,37 @@ class SqliteStore:
             except sqlite3.OperationalError as exc:
                 self._conn.execute("ROLLBACK")
                 _reraise(exc)
+            self._keep_staged()
+
+    def _keep_staged(self) -> None:
+        """The call succeeded: its memory keys count from now on."""
+        if self._memory is not None and self._staged:
+            self._memory.update(self._staged)
+            if self._in_batch:
+                self._batch_keys.extend(key for key, _ in self._staged)
+        self._staged = []
+
+    def _dedup_known(self, db: sqlite3.Connection, ids: Sequence[str]) -> bool:
+        if self._memory is not None:
+            if any(i in self._memory for i in ids):
+                return True
+            if not self._table_used:
+                return False
+        marks = ",".join("?" * len(ids))
+        return db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone() is not None
+
+    def _dedup_add(
+        self, db: sqlite3.Connection, ids: Sequence[str], incident_id: str | None, at: int
+    ) -> None:
+        memory = self._memory
+        if memory is not None and len(memory) + len(self._staged) + len(ids) <= self._memory_keys:
+            self._staged.extend((i, at) for i in ids)
+            return
+        self._table_used = True
+        db.executemany(
+            "INSERT INTO dedup (id, incident_id, at) VALUES (?, ?, ?)",
+            [(i, incident_id, at) for i in ids],
+        )
 
     # --- IncidentStore --------------------------------------------------------------
 
@@ -218,9 +287,7 @@ class SqliteStore:
         key = _t(str(arrival.key))
         try:
             with self._transaction() as db:
-                marks = ",".join("?" * len(ids))
-                seen = db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone()
-                if seen:
+                if self._dedup_known(db, ids):
                     return IngestResult(duplicate=True)
                 rows = db.execute(
                     "SELECT id, first_event, last_event, state FROM incidents "
@@ -234,19 +301,12 @@ class SqliteStore:
                     candidates, arrival.event_time, arrival.policy.grouping_window
                 )
                 if target is None and arrival.join_only:
-                    db.executemany(
-                        "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
-                        [(i, _us(arrival.now)) for i in ids],
-                    )
+                    self._dedup_add(db, ids, None, _us(arrival.now))
                     return IngestResult(duplicate=False)
                 current = self._load(db, target) if target else None
                 absorbed = incidents.absorb(current, arrival)
                 self._save(db, absorbed.incident)
-                at = _us(arrival.now)
-                db.executemany(
-                    "INSERT INTO dedup (id, incident_id, at) VALUES (?, ?, ?)",
-                    [(i, absorbed.incident.id, at) for i in ids],
-                )
+                self._dedup_add(db, ids, absorbed.incident.id, _us(arrival.now))
                 if absorbed.kept_signal is not None:
                     db.execute(
                         "INSERT INTO signals (incident_id, seq, data) VALUES (?, ?, ?)",
@@ -265,17 +325,35 @@ class SqliteStore:
         ids = list(dedup_ids)
         if not ids:
             return False
+        memory = self._memory
+        if memory is not None:
+            with self._lock:
+                if not self._table_used and len(memory) + len(ids) <= self._memory_keys:
+                    # Every key of the store is in memory: nothing to ask the table.
+                    if any(i in memory for i in ids):
+                        return True
+                    at = _us(now)
+                    memory.update((i, at) for i in ids)
+                    if self._in_batch:
+                        self._batch_keys.extend(ids)
+                    return False
+        elif len(ids) == 1:
+            # One statement is atomic on its own: no transaction or savepoint to pay for.
+            with self._lock:
+                self.transactions += 1
+                try:
+                    inserted = self._conn.execute(
+                        "INSERT OR IGNORE INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
+                        (ids[0], _us(now)),
+                    ).rowcount
+                except sqlite3.OperationalError as exc:
+                    _reraise(exc)
+            return inserted == 0
         try:
             with self._transaction() as db:
-                marks = ",".join("?" * len(ids))
-                seen = db.execute(f"SELECT 1 FROM dedup WHERE id IN ({marks})", ids).fetchone()
-                if seen:
+                if self._dedup_known(db, ids):
                     return True
-                at = _us(now)
-                db.executemany(
-                    "INSERT INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
-                    [(i, at) for i in ids],
-                )
+                self._dedup_add(db, ids, None, _us(now))
         except sqlite3.IntegrityError:
             # Only reachable if another writer slipped in a dedup key: same outcome.
             return True
@@ -381,9 +459,16 @@ class SqliteStore:
             )
 
     def prune(self, before: datetime) -> int:
+        cutoff = _us(before)
         with self._transaction() as db:
-            cursor = db.execute("DELETE FROM dedup WHERE at < ?", (_us(before),))
-            return cursor.rowcount
+            pruned = db.execute("DELETE FROM dedup WHERE at < ?", (cutoff,)).rowcount
+        if self._memory is not None:
+            with self._lock:
+                old = [key for key, at in self._memory.items() if at < cutoff]
+                for key in old:
+                    del self._memory[key]
+            pruned += len(old)
+        return pruned
 
     def deletions_since(self, cluster: str, since: datetime) -> int:
         with self._lock:
