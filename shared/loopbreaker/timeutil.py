@@ -15,11 +15,15 @@ _RFC3339 = re.compile(
 MIN_YEAR = 1970
 MAX_YEAR = 9000
 
+_DIGITS = re.compile(r"[0-9]+")
 _RELATIVE = re.compile(r"\b(ago|now|today|yesterday|last|minutes?|hours?|days?)\b", re.I)
 
 
 def parse_rfc3339(value: str, *, what: str = "time") -> datetime:
     """Parse an RFC 3339 timestamp with an explicit offset into an aware UTC datetime."""
+    fast = fast_utc(value)
+    if fast is not None:
+        return fast
     text = value.strip()
     match = _RFC3339.match(text)
     if not match:
@@ -46,6 +50,27 @@ def parse_rfc3339(value: str, *, what: str = "time") -> datetime:
     return in_range(parsed, what=what, value=value)
 
 
+def fast_utc(value: str) -> datetime | None:
+    """The form log sinks write (``2026-05-20T08:11:54.727716594Z``) without the full
+    parser, ten times faster and with its answer; None for anything else (parse it with
+    :func:`parse_rfc3339`, which names what is wrong)."""
+    if (
+        len(value) >= 20
+        and value[-1] == "Z"
+        and value[4] == value[7] == "-"
+        and value[10] == "T"
+        and value[13] == value[16] == ":"
+        and (len(value) == 20 or value[19] == "." and _DIGITS.fullmatch(value, 20, len(value) - 1))
+    ):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        # Out-of-range years take the validating path, which names the problem.
+        return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
+    return None
+
+
 def in_range(moment: datetime, *, what: str = "time", value: str | None = None) -> datetime:
     """Refuse times whose window arithmetic would leave ``datetime``'s range."""
     if not MIN_YEAR <= moment.year <= MAX_YEAR:
@@ -58,10 +83,9 @@ def in_range(moment: datetime, *, what: str = "time", value: str | None = None) 
 
 def format_rfc3339(moment: datetime) -> str:
     """Format as RFC 3339 in UTC with a ``Z`` suffix, dropping zero microseconds."""
-    moment = moment.astimezone(UTC)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat() writes what strftime("%Y-%m-%dT%H:%M:%S[.%f]") does for the years
+    # accepted (four digits), several times faster: stores format every time they save.
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
 def from_epoch(seconds: float) -> datetime:

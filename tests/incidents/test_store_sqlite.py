@@ -68,7 +68,7 @@ def test_an_ingest_that_fails_keeps_none_of_its_keys(
     store = SqliteStore(tmp_path / "s.sqlite", scratch=scratch)
     first = arrival("a", message_id="m1")
 
-    def broken_save(*_: object) -> None:
+    def broken_save(*_: object, **__: object) -> None:
         raise OSError("disk full")
 
     with monkeypatch.context() as patch:
@@ -77,3 +77,59 @@ def test_an_ingest_that_fails_keeps_none_of_its_keys(
             store.ingest(first)
     assert not store.remember(ids("other", "m1"), T0)  # the messageId was not kept
     assert store.ingest(arrival("a")).incident is not None  # nor the entry id
+
+
+def test_a_batch_defers_incident_writes_yet_every_read_sees_them(tmp_path: Path) -> None:
+    from tests.incidents.test_store_contract import arrival
+
+    path = tmp_path / "s.sqlite"
+    store, other = SqliteStore(path), None
+    with store.batch():
+        first = store.ingest(arrival("a", 0))
+        assert first.incident is not None
+        for n in range(1, 30):
+            assert store.ingest(arrival(f"s{n}", n / 10)).incident.id == first.incident.id  # type: ignore[union-attr]
+        row = store._conn.execute("SELECT COUNT(*) FROM incidents").fetchone()[0]
+        assert row == 0  # deferred: nothing written yet
+        seen = store.get(first.incident.id)  # a read writes them first
+        assert seen is not None and seen.signal_count == 30
+        assert store.ingest(arrival("late", 3.5)).incident.signal_count == 31  # type: ignore[union-attr]
+        assert [i.signal_count for i in store.list_incidents()] == [31]
+    other = SqliteStore(path)  # another connection sees the commit
+    assert [i.signal_count for i in other.list_incidents()] == [31]
+
+
+def test_a_batch_rolled_back_writes_none_of_its_deferred_incidents(tmp_path: Path) -> None:
+    from tests.incidents.test_store_contract import arrival
+
+    store = SqliteStore(tmp_path / "s.sqlite")
+    kept = store.ingest(arrival("a", 0)).incident
+    assert kept is not None
+    with pytest.raises(RuntimeError), store.batch():
+        store.ingest(arrival("b", 1))
+        store.ingest(arrival("c", 2))
+        raise RuntimeError("the replay stops")
+    assert store.get(kept.id) == kept  # as before the batch
+    again = store.ingest(arrival("b", 1))
+    assert not again.duplicate and again.incident.signal_count == 2  # type: ignore[union-attr]
+
+
+def test_an_ingest_that_fails_in_a_batch_leaves_the_deferred_incident_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.incidents.test_store_contract import arrival
+
+    store = SqliteStore(tmp_path / "s.sqlite", scratch=True)
+    with store.batch():
+        first = store.ingest(arrival("a", 0)).incident
+        assert first is not None
+
+        def broken_keys(*_: object, **__: object) -> None:
+            raise OSError("disk full")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(store, "_dedup_add", broken_keys)
+            with pytest.raises(OSError):
+                store.ingest(arrival("b", 1))
+        assert store.get(first.id) == first  # the failed call changed nothing
+        assert store.ingest(arrival("b", 1)).incident.signal_count == 2  # type: ignore[union-attr]

@@ -24,17 +24,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from loopbreaker.app import replay_reader
 from loopbreaker.app.bootstrap import build_responder
+from loopbreaker.app.replay_reader import DELIVERY, ERROR, QUIET, Record, event_time
 from loopbreaker.app.responder import Clock, Responder, SettleReport, Status, system_clock
 from loopbreaker.app.settings import Settings, StoreKind, StoreSpec
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.diagnosis.evidence import EvidenceProvider, TelemetryDirEvidence
-from loopbreaker.errors import InvalidContext, InvalidInput
+from loopbreaker.errors import InvalidInput
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.signals import files
-from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode
-from loopbreaker.timeutil import MAX_YEAR, MIN_YEAR, format_rfc3339, parse_rfc3339
+from loopbreaker.timeutil import format_rfc3339
 
 #: Settle passes at the end; each diagnoses up to LOOPBREAKER_SETTLE_BATCH incidents.
 MAX_SETTLE_PASSES = 1000
@@ -87,13 +88,13 @@ class Summary:
     settle: SettleReport = field(default_factory=SettleReport)
     store: str | None = None
 
-    def reject(self, item: Item, reason: str, message_id: str | None) -> None:
+    def reject(self, index: int, source: str, reason: str, message_id: str | None) -> None:
         self.rejected_total += 1
         if len(self.rejected) < MAX_REJECTED_LISTED:
             self.rejected.append(
                 {
-                    "index": item.index,
-                    "source": item.source,
+                    "index": index,
+                    "source": source,
                     "reason": reason,
                     "message_id": message_id,
                 }
@@ -147,36 +148,6 @@ def read_items(paths: Sequence[Path]) -> Iterator[Item]:
         yield Item(item.index, item.source, item.value, item.error)
 
 
-def _event_time(delivery: Delivery) -> datetime | None:
-    entry = delivery.entry
-    candidates = []
-    if isinstance(entry, dict):
-        candidates += [entry.get("timestamp"), entry.get("receiveTimestamp")]
-    candidates += [delivery.sink_timestamp, delivery.publish_time]
-    for value in candidates:
-        if isinstance(value, str):
-            fast = _fast_utc(value)
-            if fast is not None:
-                return fast
-            try:
-                return parse_rfc3339(value)
-            except InvalidContext:
-                continue
-    return None
-
-
-def _fast_utc(value: str) -> datetime | None:
-    """The form sinks write (``2026-05-20T08:11:54.727716594Z``) without the full parser
-    (ten times faster; the same answer); anything else takes the validating path."""
-    if len(value) >= 20 and value[-1] == "Z" and value[10] == "T" and value[4] == "-":
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
-    return None
-
-
 def run(
     paths: Sequence[Path],
     *,
@@ -186,10 +157,13 @@ def run(
     notifier: Notifier | None = None,
     approval_clock: Clock | None = None,
     progress: Callable[[int], None] | None = None,
+    reader_process: bool | None = None,
 ) -> Summary:
     """Replay ``paths``; without ``store_path`` the SQLite store is a temporary file.
 
     ``progress`` is called with the number of items read every PROGRESS_EVERY items.
+    ``reader_process`` says whether a child process reads the files (default: when they
+    are large and two cores are free; see :mod:`loopbreaker.app.replay_reader`).
     """
     if telemetry is not None and not telemetry.is_dir():
         raise InvalidInput(f"telemetry directory {telemetry} does not exist")
@@ -215,7 +189,8 @@ def run(
         # The summary lists every rejection: one INFO line each, not an ERROR storm.
         responder.reject_level = logging.INFO
         try:
-            summary = _feed(responder, files.read(expanded), clock, progress, store.batch)
+            with replay_reader.read(expanded, child=reader_process) as records:
+                summary = _feed(responder, records, clock, progress, store.batch)
             summary.store = str(store_path) if store_path else None
             clock.advance_to(clock.now + settings.settle_time + timedelta(seconds=1))
             summary.settle = _settle_all(responder)
@@ -227,45 +202,40 @@ def run(
     return summary
 
 
-@dataclass(frozen=True)
-class _Decoded:
-    item: Item
-    delivery: Delivery | None
-    error: str | None = None
-    message_id: str | None = None
-
-
-def _decode(read: files.Item) -> _Decoded:
-    item = Item(read.index, read.source, read.value, read.error)
-    if read.error is not None:
-        return _Decoded(item, None, read.error)
-    try:
-        return _Decoded(item, decode(read.value))
-    except UndecodableMessage as exc:
-        return _Decoded(item, None, exc.reason, exc.message_id)
-
-
 def _feed(
     responder: Responder,
-    items: Iterator[files.Item],
+    records: Iterator[Record],
     clock: ReplayClock,
     progress: Callable[[int], None] | None,
     batch: Callable[[], AbstractContextManager[None]],
 ) -> Summary:
-    """Feed the items one by one as they are read, BATCH of them per store commit. The
-    clock starts at the first event time (items before it that have none wait for it,
+    """Feed the records one by one as they are read, BATCH of them per store commit. The
+    clock starts at the first event time (records before it that have none wait for it,
     up to MAX_UNTIMED_BEFORE_START)."""
     summary = Summary()
-    waiting: list[_Decoded] = []
+    waiting: list[Record] = []
     started = False
     with ExitStack() as open_batch:
         open_batch.enter_context(batch())
-        for read in items:
+        for record in records:
             summary.read += 1
             if summary.read % BATCH == 0:
                 open_batch.close()
                 open_batch.enter_context(batch())
-            started = _feed_read(responder, read, clock, summary, waiting, started)
+            if record[0] == ERROR and record[5] is not None:
+                summary.unreadable.append(record[5])
+            if not started:
+                moment = _moment(record)
+                if moment is None and len(waiting) < MAX_UNTIMED_BEFORE_START:
+                    waiting.append(record)
+                    continue
+                if moment is not None:
+                    clock.now = moment
+                for held in waiting:
+                    _feed_one(responder, held, clock, summary)
+                waiting.clear()
+                started = True
+            _feed_one(responder, record, clock, summary)
             if progress is not None and summary.read % PROGRESS_EVERY == 0:
                 progress(summary.read)
         for held in waiting:
@@ -276,45 +246,31 @@ def _feed(
     return summary
 
 
-def _feed_read(
-    responder: Responder,
-    read: files.Item,
-    clock: ReplayClock,
-    summary: Summary,
-    waiting: list[_Decoded],
-    started: bool,
-) -> bool:
-    """Feed one item (or hold it until the clock starts); whether the clock has started."""
-    if read.fatal:
-        summary.unreadable.append(f"{read.path}: {read.error} (at {read.source})")
-    decoded = _decode(read)
-    if not started:
-        moment = _event_time(decoded.delivery) if decoded.delivery else None
-        if moment is None and len(waiting) < MAX_UNTIMED_BEFORE_START:
-            waiting.append(decoded)
-            return False
+def _moment(record: Record) -> datetime | None:
+    if record[0] == QUIET:
+        moment: datetime | None = record[4]
+        return moment
+    return event_time(record[3]) if record[0] == DELIVERY else None
+
+
+def _feed_one(responder: Responder, record: Record, clock: ReplayClock, summary: Summary) -> None:
+    if record[0] == QUIET:
+        _, index, message_id, entry_id, moment, quiet = record
         if moment is not None:
-            clock.now = moment
-        for held in waiting:
-            _feed_one(responder, held, clock, summary)
-        waiting.clear()
-    _feed_one(responder, decoded, clock, summary)
-    return True
-
-
-def _feed_one(
-    responder: Responder, decoded: _Decoded, clock: ReplayClock, summary: Summary
-) -> None:
-    item, delivery = decoded.item, decoded.delivery
-    if delivery is None:
-        reason = decoded.error or "unreadable"
-        responder.reject(decoded.message_id, reason, index=item.index, source=item.source)
-        summary.reject(item, reason, decoded.message_id)
+            clock.advance_to(moment)
+        outcome = responder.handle_screened(message_id, entry_id, quiet)
+        source = ""
+    elif record[0] == DELIVERY:
+        _, index, source, delivery = record
+        moment = event_time(delivery)
+        if moment is not None:
+            clock.advance_to(moment)
+        outcome = responder.handle_delivery(delivery)
+    else:
+        _, index, source, reason, message_id, _ = record
+        responder.reject(message_id, reason, index=index, source=source)
+        summary.reject(index, source, reason, message_id)
         return
-    moment = _event_time(delivery)
-    if moment is not None:
-        clock.advance_to(moment)
-    outcome = responder.handle_delivery(delivery)
     if outcome.status is Status.ACCEPTED:
         summary.accepted += 1
     elif outcome.status is Status.DUPLICATE:
@@ -325,7 +281,7 @@ def _feed_one(
         summary.accepted += 1
         summary.ignored += 1
     else:
-        summary.reject(item, outcome.reason or "rejected", outcome.message_id)
+        summary.reject(index, source, outcome.reason or "rejected", outcome.message_id)
 
 
 def _settle_all(responder: Responder) -> SettleReport:

@@ -77,7 +77,7 @@ from loopbreaker.model import (
 )
 from loopbreaker.remediation.queue import LogQueue, RemediationQueue, publish_approved
 from loopbreaker.signals.alerts import AlertSignal
-from loopbreaker.signals.classify import classify, screen
+from loopbreaker.signals.classify import Quiet, classify, screen
 from loopbreaker.signals.envelope import Delivery
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -250,12 +250,15 @@ class Responder:
         entry_id = incidents.entry_id(entry)
         if signal is None:
             assert quiet is not None
-            # Most of a job's log lines match no rule: they cost no Signal.
-            where = quiet.identity
-            return self._unkeyed(
-                message_id, entry_id, "unrecognized", where.cluster, where.node, quiet.insert_id
-            )
+            return self.handle_screened(message_id, entry_id, quiet)
         return self._ingest(signal, entry_id, message_id, fallback_time=fallback_time)
+
+    def handle_screened(self, message_id: str | None, entry_id: str, quiet: Quiet) -> Outcome:
+        """A LogEntry that :func:`~loopbreaker.signals.classify.screen` found to match no
+        rule (here, or in a replay's reader process): ignored, and remembered. Most of a
+        job's log lines are such entries: they cost no Signal."""
+        where, kind = quiet.identity, SignalKind.UNRECOGNIZED.value
+        return self._unkeyed(message_id, entry_id, kind, where.cluster, where.node, quiet.insert_id)
 
     def handle_alert(self, alert: AlertSignal, message_id: str | None = None) -> Outcome:
         """Group one alert's signal like a log entry's; its dedup id is the alert's own
@@ -366,16 +369,17 @@ class Responder:
         **fields: Any,
     ) -> Outcome:
         self._count(Status.IGNORED)
-        event(
-            self._log,
-            logging.INFO,
-            f"ignored {kind}: {reason}",
-            labels=labels,
-            event=event_name,
-            kind=kind,
-            reason=reason,
-            **fields,
-        )
+        if self._log.isEnabledFor(logging.INFO):  # a replay's entries are mostly these
+            event(
+                self._log,
+                logging.INFO,
+                f"ignored {kind}: {reason}",
+                labels=labels,
+                event=event_name,
+                kind=kind,
+                reason=reason,
+                **fields,
+            )
         return Outcome(Status.IGNORED, message_id, kind=kind, reason=reason)
 
     def _duplicate(
@@ -386,14 +390,15 @@ class Responder:
         labels: Mapping[str, object],
     ) -> Outcome:
         self._count(Status.DUPLICATE)
-        event(
-            self._log,
-            logging.INFO,
-            "duplicate delivery ignored",
-            labels=labels,
-            event="entry_duplicate",
-            insert_id=insert_id,
-        )
+        if self._log.isEnabledFor(logging.INFO):
+            event(
+                self._log,
+                logging.INFO,
+                "duplicate delivery ignored",
+                labels=labels,
+                event="entry_duplicate",
+                insert_id=insert_id,
+            )
         return Outcome(Status.DUPLICATE, message_id, kind=kind)
 
     def reject(self, message_id: str | None, reason: str, **fields: Any) -> Outcome:

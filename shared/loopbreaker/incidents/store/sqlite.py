@@ -149,6 +149,12 @@ class SqliteStore:
         self._staged: list[tuple[str, int]] = []
         #: Memory keys added during the open batch, taken back out if it rolls back.
         self._batch_keys: list[str] = []
+        #: Incidents ingest() saved during the open batch, written when it commits (or
+        #: before anything else reads the table): in a storm one incident takes hundreds
+        #: of signals a batch, and its row is tens of kB of JSON.
+        self._deferred: dict[str, Incident] = {}
+        #: Incidents saved by the ingest in progress, deferred when it succeeds.
+        self._staged_incidents: dict[str, Incident] = {}
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +209,13 @@ class SqliteStore:
                 self._conn.execute("ROLLBACK")
                 self._forget_batch_keys()
                 raise
+            try:
+                self._write_deferred()
+            except BaseException:
+                self._in_batch = False
+                self._conn.execute("ROLLBACK")
+                self._forget_batch_keys()
+                raise
             self._in_batch = False
             try:
                 self._conn.execute("COMMIT")
@@ -213,50 +226,85 @@ class SqliteStore:
             self._batch_keys.clear()
 
     def _forget_batch_keys(self) -> None:
+        """The batch rolled back: what it kept outside the database goes too."""
         if self._memory is not None:
             for key in self._batch_keys:
                 self._memory.pop(key, None)
         self._batch_keys.clear()
+        self._deferred.clear()
+
+    def _write_deferred(self) -> None:
+        """Write the incidents the open batch deferred (before a commit, or a read)."""
+        deferred, self._deferred = self._deferred, {}
+        for incident in deferred.values():
+            self._write(self._conn, incident)
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The lock, with the table up to date for a read inside a batch."""
+        with self._lock:
+            if self._deferred:
+                self._write_deferred()
+            yield self._conn
+
+    @contextmanager
+    def _transaction(self, *, deferring: bool = False) -> Iterator[sqlite3.Connection]:
+        """One call's transaction (a savepoint in a batch). Only ``deferring`` calls
+        (ingest) may leave deferred incidents unwritten: any other writes them first,
+        outside its savepoint, so a rollback of the call cannot lose them."""
         with self._lock:
             self.transactions += 1
-            self._staged = []
-            if self._in_batch:
-                self._conn.execute("SAVEPOINT call")
-                try:
-                    yield self._conn
-                except BaseException:
-                    self._conn.execute("ROLLBACK TO call")
-                    self._conn.execute("RELEASE call")
-                    raise
-                self._conn.execute("RELEASE call")
-                self._keep_staged()
-                return
+            self._drop_staged()
+            if self._deferred and not deferring:
+                self._write_deferred()
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                _reraise(exc)
+                yield from self._begin_and_end()
+            finally:
+                # Kept when the call succeeded, dropped when it failed: never left over.
+                self._drop_staged()
+
+    def _drop_staged(self) -> None:
+        self._staged = []
+        self._staged_incidents = {}
+
+    def _begin_and_end(self) -> Iterator[sqlite3.Connection]:
+        """The body of _transaction: a savepoint in a batch, else BEGIN ... COMMIT."""
+        if self._in_batch:
+            self._conn.execute("SAVEPOINT call")
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("ROLLBACK TO call")
+                self._conn.execute("RELEASE call")
                 raise
-            try:
-                self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
-                _reraise(exc)
+            self._conn.execute("RELEASE call")
             self._keep_staged()
+            return
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            _reraise(exc)
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            self._conn.execute("ROLLBACK")
+            _reraise(exc)
+        self._keep_staged()
 
     def _keep_staged(self) -> None:
-        """The call succeeded: its memory keys count from now on."""
+        """The call succeeded: its memory keys and deferred incidents count from now on."""
         if self._memory is not None and self._staged:
             self._memory.update(self._staged)
             if self._in_batch:
                 self._batch_keys.extend(key for key, _ in self._staged)
         self._staged = []
+        self._deferred.update(self._staged_incidents)
+        self._staged_incidents = {}
 
     def _dedup_known(self, db: sqlite3.Connection, ids: Sequence[str]) -> bool:
         if self._memory is not None:
@@ -286,7 +334,7 @@ class SqliteStore:
         ids = arrival.dedup_ids
         key = _t(str(arrival.key))
         try:
-            with self._transaction() as db:
+            with self._transaction(deferring=True) as db:
                 if self._dedup_known(db, ids):
                     return IngestResult(duplicate=True)
                 rows = db.execute(
@@ -294,9 +342,20 @@ class SqliteStore:
                     "WHERE key = ? AND final = 0",
                     (key,),
                 ).fetchall()
-                candidates = [
-                    IndexEntry(r[0], _from_us(r[1]), _from_us(r[2]), State(r[3])) for r in rows
-                ]
+                index = {
+                    r[0]: IndexEntry(r[0], _from_us(r[1]), _from_us(r[2]), State(r[3]))
+                    for r in rows
+                }
+                for deferred in self._deferred.values():
+                    # The table row of a deferred incident is older than the incident.
+                    if _t(str(deferred.key)) != key:
+                        continue
+                    index.pop(deferred.id, None)
+                    if not deferred.final:
+                        index[deferred.id] = IndexEntry(
+                            deferred.id, deferred.first_event, deferred.last_event, deferred.state
+                        )
+                candidates = list(index.values())
                 target = incidents.choose(
                     candidates, arrival.event_time, arrival.policy.grouping_window
                 )
@@ -305,7 +364,7 @@ class SqliteStore:
                     return IngestResult(duplicate=False)
                 current = self._load(db, target) if target else None
                 absorbed = incidents.absorb(current, arrival)
-                self._save(db, absorbed.incident)
+                self._save(db, absorbed.incident, deferrable=True)
                 self._dedup_add(db, ids, absorbed.incident.id, _us(arrival.now))
                 if absorbed.kept_signal is not None:
                     db.execute(
@@ -371,8 +430,8 @@ class SqliteStore:
             return UpdateResult(updated, True)
 
     def get(self, incident_id: str) -> Incident | None:
-        with self._lock:
-            return self._load(self._conn, incident_id)
+        with self._reading() as db:
+            return self._load(db, incident_id)
 
     def list_incidents(
         self, *, states: Collection[State] | None = None, limit: int = 100
@@ -384,13 +443,13 @@ class SqliteStore:
             params.extend(s.value for s in states)
         query += " ORDER BY opened_at DESC, id LIMIT ?"
         params.append(limit)
-        with self._lock:
-            rows = self._conn.execute(query, params).fetchall()
+        with self._reading() as db:
+            rows = db.execute(query, params).fetchall()
         return [Incident.from_dict(json.loads(r[0])) for r in rows]
 
     def due(self, now: datetime, limit: int) -> list[str]:
-        with self._lock:
-            rows = self._conn.execute(
+        with self._reading() as db:
+            rows = db.execute(
                 "SELECT id FROM incidents WHERE settle_at IS NOT NULL AND settle_at <= ? "
                 "ORDER BY settle_at, id LIMIT ?",
                 (_us(now), limit),
@@ -398,8 +457,8 @@ class SqliteStore:
         return [r[0] for r in rows]
 
     def expiring(self, now: datetime, limit: int) -> list[str]:
-        with self._lock:
-            rows = self._conn.execute(
+        with self._reading() as db:
+            rows = db.execute(
                 "SELECT id FROM incidents WHERE expires_at IS NOT NULL AND expires_at <= ? "
                 "ORDER BY expires_at, id LIMIT ?",
                 (_us(now), limit),
@@ -573,13 +632,23 @@ class SqliteStore:
 
     # --- rows -----------------------------------------------------------------------
 
-    @staticmethod
-    def _load(db: sqlite3.Connection, incident_id: str) -> Incident | None:
+    def _load(self, db: sqlite3.Connection, incident_id: str) -> Incident | None:
+        found = self._staged_incidents.get(incident_id) or self._deferred.get(incident_id)
+        if found is not None:
+            return found
         row = db.execute("SELECT data FROM incidents WHERE id = ?", (_t(incident_id),)).fetchone()
         return Incident.from_dict(json.loads(row[0])) if row else None
 
+    def _save(
+        self, db: sqlite3.Connection, incident: Incident, *, deferrable: bool = False
+    ) -> None:
+        if deferrable and self._in_batch:
+            self._staged_incidents[incident.id] = incident
+        else:
+            self._write(db, incident)
+
     @staticmethod
-    def _save(db: sqlite3.Connection, incident: Incident) -> None:
+    def _write(db: sqlite3.Connection, incident: Incident) -> None:
         db.execute(
             "INSERT INTO incidents "
             "(id, key, state, final, first_event, last_event, opened_at, settle_at, expires_at, "

@@ -1,0 +1,172 @@
+"""The reading half of a replay: files to screened records, in order.
+
+A replay spends most of its time reading, decoding and screening entries, and the rest
+in the responder and its store. For a large input the reading half runs in a child
+process (``python -m loopbreaker.app.replay_reader PATH...``) that streams blocks of
+records to the replay through a pipe, so the two halves use two cores; a small input is
+read in-process. Either way the replay gets the same records in the same order.
+
+A record is a tuple (cheap to pickle), its first member the kind:
+
+* ``(QUIET, index, message_id, entry_id, event_time, quiet)``: a LogEntry that matches no
+  rule (:func:`loopbreaker.signals.classify.screen`), with its dedup id and event time:
+  the responder needs nothing else of it;
+* ``(DELIVERY, index, source, delivery)``: anything else that decoded;
+* ``(ERROR, index, source, reason, message_id, unreadable)``: an item that could not be
+  decoded; ``unreadable`` is set when its file could not be read past it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from loopbreaker import incidents
+from loopbreaker.errors import InvalidContext, InvalidLogEntry
+from loopbreaker.signals import files
+from loopbreaker.signals.classify import screen
+from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode
+from loopbreaker.timeutil import parse_rfc3339
+
+QUIET, DELIVERY, ERROR = "quiet", "delivery", "error"
+Record = tuple[Any, ...]
+
+#: Records a child process sends at a time: large enough that a block costs one pipe
+#: write, small enough that the replay starts at once and memory stays a few MB.
+BLOCK = 1024
+#: Inputs at least this large are read by a child process (when two cores are free):
+#: below it, starting the child costs more than it saves.
+CHILD_MIN_BYTES = 32 * 1024 * 1024
+
+
+def event_time(delivery: Delivery) -> datetime | None:
+    """When the delivery's entry happened: its timestamp, else the receive, sink or
+    publish time (the first one that reads as RFC 3339)."""
+    entry = delivery.entry
+    candidates = []
+    if isinstance(entry, dict):
+        candidates += [entry.get("timestamp"), entry.get("receiveTimestamp")]
+    candidates += [delivery.sink_timestamp, delivery.publish_time]
+    for value in candidates:
+        if isinstance(value, str):
+            try:
+                return parse_rfc3339(value)
+            except InvalidContext:
+                continue
+    return None
+
+
+def records(paths: Sequence[Path]) -> Iterator[Record]:
+    """Every item of ``paths`` as a record, in order (in this process)."""
+    for item in files.read(paths):
+        if item.error is not None:
+            unreadable = f"{item.path}: {item.error} (at {item.source})" if item.fatal else None
+            yield ERROR, item.index, item.source, item.error, None, unreadable
+            continue
+        try:
+            delivery = decode(item.value)
+        except UndecodableMessage as exc:
+            yield ERROR, item.index, item.source, exc.reason, exc.message_id, None
+            continue
+        entry = delivery.entry
+        try:
+            quiet = screen(entry)
+        except InvalidLogEntry:
+            quiet = None  # the responder refuses it, and says why
+        if quiet is None:
+            yield DELIVERY, item.index, item.source, delivery
+        else:
+            entry_id = incidents.entry_id(entry)
+            # The entry's own time, else the sink's or Pub/Sub's: what event_time() reads.
+            moment = quiet.timestamp or event_time(delivery)
+            yield QUIET, item.index, delivery.message_id, entry_id, moment, quiet
+
+
+@contextmanager
+def read(paths: Sequence[Path], *, child: bool | None = None) -> Iterator[Iterator[Record]]:
+    """The records of ``paths`` (already expanded to files): read by a child process when
+    ``child`` says so, or by default when the input is large and two cores are free."""
+    if child is None:
+        child = _cores() >= 2 and sum(_size(p) for p in paths) >= CHILD_MIN_BYTES
+    if not child:
+        yield records(paths)
+        return
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", __name__, *map(str, paths)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        )
+        assert process.stdout is not None
+        try:
+            yield _received(process, process.stdout, errors)
+        finally:
+            # Done, or the replay stopped early (an error, ^C): the child goes too.
+            process.kill()
+            process.wait()
+            process.stdout.close()
+
+
+def _received(
+    process: subprocess.Popen[bytes], stream: IO[bytes], errors: IO[bytes]
+) -> Iterator[Record]:
+    while True:
+        try:
+            block = pickle.load(stream)
+        except EOFError:
+            break
+        except (pickle.UnpicklingError, ValueError) as exc:
+            raise _child_failed(process, errors, f"its output broke off ({exc})") from None
+        yield from block
+    if process.wait() != 0:
+        raise _child_failed(process, errors, f"it exited with status {process.returncode}")
+
+
+def _child_failed(process: subprocess.Popen[bytes], errors: IO[bytes], what: str) -> RuntimeError:
+    process.wait()
+    errors.seek(0)
+    said = errors.read().decode(errors="replace").strip().splitlines()
+    last = said[-1] if said else "it said nothing"
+    return RuntimeError(f"the replay's reader process failed: {what}: {last}")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reported when it is read
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def main(argv: Sequence[str]) -> int:
+    """The child: records of the files named in ``argv``, pickled in blocks to stdout."""
+    out = sys.stdout.buffer
+    block: list[Record] = []
+    for record in records([Path(a) for a in argv]):
+        block.append(record)
+        if len(block) >= BLOCK:
+            pickle.dump(block, out, protocol=pickle.HIGHEST_PROTOCOL)
+            block = []
+    if block:
+        pickle.dump(block, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,87 @@
+"""The reading half of a replay, in-process and in a child process: the same records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loopbreaker.app import replay, replay_reader
+from loopbreaker.app.replay_reader import DELIVERY, ERROR, QUIET
+from loopbreaker.app.settings import Runtime, load_settings
+from loopbreaker.signals import files
+from loopbreaker.signals.envelope import Delivery
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "examples" / "events"
+
+
+def read_all(paths: list[Path], *, child: bool) -> list[tuple[object, ...]]:
+    with replay_reader.read(files.expand(paths), child=child) as records:
+        return list(records)
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> list[Path]:
+    """The bundled storms, and a file with a broken line and an array cut short."""
+    broken = tmp_path / "broken.jsonl"
+    lines = (EVENTS / "storm.jsonl").read_text().splitlines()[:20]
+    broken.write_text("\n".join([*lines[:5], "{not json", *lines[5:]]) + "\n")
+    cut = tmp_path / "cut.json"
+    cut.write_text("[" + ",".join(lines[:3]) + ",{")
+    return [EVENTS / "storm.jsonl", EVENTS / "storm.pubsub.json", broken, cut]
+
+
+def test_a_child_process_reads_what_this_process_reads(mixed: list[Path]) -> None:
+    here = read_all(mixed, child=False)
+    there = read_all(mixed, child=True)
+    assert there == here
+    kinds = {r[0] for r in here}
+    assert kinds == {QUIET, DELIVERY, ERROR}  # every kind of record is compared
+    unreadable = [r[5] for r in here if r[0] == ERROR and r[5]]
+    assert len(unreadable) == 1 and "cut.json" in unreadable[0]
+
+
+def test_a_replay_read_by_a_child_process_is_the_same_replay(mixed: list[Path]) -> None:
+    settings = load_settings({"LOOPBREAKER_PROJECT": "example-project"}, runtime=Runtime.LOCAL)
+    summaries = [
+        replay.run(mixed, settings=settings, reader_process=child).to_dict()
+        for child in (False, True)
+    ]
+    assert summaries[0]["read"] > 700 and summaries[0]["incidents"]
+    assert json.dumps(summaries[0], sort_keys=True) == json.dumps(summaries[1], sort_keys=True)
+
+
+def test_a_reader_process_that_fails_is_an_error_naming_why(tmp_path: Path) -> None:
+    # The replay checks its paths first; a child that cannot read one anyway (the file
+    # went meanwhile) fails, and the replay says so with the child's last words.
+    gone = tmp_path / "gone.jsonl"
+    with (
+        pytest.raises(RuntimeError) as caught,
+        replay_reader.read([gone], child=True) as records,
+    ):
+        list(records)
+    words = str(caught.value)
+    assert "reader process failed: it exited with status 1" in words
+    assert "cannot read" in words and "gone.jsonl" in words
+
+
+def test_the_default_reads_small_inputs_in_process(mixed: list[Path]) -> None:
+    with replay_reader.read(files.expand(mixed)) as records:
+        assert not hasattr(records, "pid") and type(records).__name__ == "generator"
+        assert records.gi_code is replay_reader.records.__code__  # type: ignore[attr-defined]
+
+
+def test_event_time_prefers_the_entry_then_the_sink_then_pubsub() -> None:
+    sink = {"logging.googleapis.com/timestamp": "2026-05-20T08:00:02Z"}
+    entry = {"timestamp": "2026-05-20T08:00:01Z", "receiveTimestamp": "2026-05-20T08:00:09Z"}
+    times = [
+        replay_reader.event_time(Delivery(None, entry, "2026-05-20T08:00:03Z", sink)),
+        replay_reader.event_time(
+            Delivery(None, {"timestamp": "bad"}, "2026-05-20T08:00:03Z", sink)
+        ),
+        replay_reader.event_time(Delivery(None, {}, "2026-05-20T08:00:03Z")),
+        replay_reader.event_time(Delivery(None, {})),
+    ]
+    assert [t.second if t else None for t in times] == [1, 2, 3, None]
