@@ -15,7 +15,6 @@ _RFC3339 = re.compile(
 MIN_YEAR = 1970
 MAX_YEAR = 9000
 
-_DIGITS = re.compile(r"[0-9]+")
 _RELATIVE = re.compile(r"\b(ago|now|today|yesterday|last|minutes?|hours?|days?)\b", re.I)
 
 
@@ -60,7 +59,8 @@ def fast_utc(value: str) -> datetime | None:
         and value[4] == value[7] == "-"
         and value[10] == "T"
         and value[13] == value[16] == ":"
-        and (len(value) == 20 or value[19] == "." and _DIGITS.fullmatch(value, 20, len(value) - 1))
+        # fromisoformat reads ASCII digits only: isdigit() just rules out "54.Z".
+        and (len(value) == 20 or value[19] == "." and value[20:-1].isdigit())
     ):
         try:
             moment = datetime.fromisoformat(value)

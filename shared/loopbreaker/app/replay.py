@@ -255,10 +255,10 @@ def _moment(record: Record) -> datetime | None:
 
 def _feed_one(responder: Responder, record: Record, clock: ReplayClock, summary: Summary) -> None:
     if record[0] == QUIET:
-        _, index, message_id, entry_id, moment, quiet = record
+        _, index, message_id, entry_id, moment, identity, insert_id = record
         if moment is not None:
             clock.advance_to(moment)
-        outcome = responder.handle_screened(message_id, entry_id, quiet)
+        outcome = responder.handle_screened(message_id, entry_id, identity, insert_id)
         source = ""
     elif record[0] == DELIVERY:
         _, index, source, delivery = record

@@ -77,7 +77,7 @@ from loopbreaker.model import (
 )
 from loopbreaker.remediation.queue import LogQueue, RemediationQueue, publish_approved
 from loopbreaker.signals.alerts import AlertSignal
-from loopbreaker.signals.classify import Quiet, classify, screen
+from loopbreaker.signals.classify import Identity, classify, screen
 from loopbreaker.signals.envelope import Delivery
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -108,6 +108,8 @@ class Outcome:
     kind: str | None = None
     reason: str | None = None
 
+
+_IGNORED_WITHOUT_ID: dict[tuple[str, str], Outcome] = {}
 
 #: An approval whose remediation request is still unpublished this long after the
 #: decision is published by ``settle`` (the chat action had its chance first).
@@ -250,15 +252,17 @@ class Responder:
         entry_id = incidents.entry_id(entry)
         if signal is None:
             assert quiet is not None
-            return self.handle_screened(message_id, entry_id, quiet)
+            return self.handle_screened(message_id, entry_id, quiet.identity, quiet.insert_id)
         return self._ingest(signal, entry_id, message_id, fallback_time=fallback_time)
 
-    def handle_screened(self, message_id: str | None, entry_id: str, quiet: Quiet) -> Outcome:
+    def handle_screened(
+        self, message_id: str | None, entry_id: str, where: Identity, insert_id: str | None
+    ) -> Outcome:
         """A LogEntry that :func:`~loopbreaker.signals.classify.screen` found to match no
         rule (here, or in a replay's reader process): ignored, and remembered. Most of a
         job's log lines are such entries: they cost no Signal."""
-        where, kind = quiet.identity, SignalKind.UNRECOGNIZED.value
-        return self._unkeyed(message_id, entry_id, kind, where.cluster, where.node, quiet.insert_id)
+        kind = SignalKind.UNRECOGNIZED.value
+        return self._unkeyed(message_id, entry_id, kind, where.cluster, where.node, insert_id)
 
     def handle_alert(self, alert: AlertSignal, message_id: str | None = None) -> Outcome:
         """Group one alert's signal like a log entry's; its dedup id is the alert's own
@@ -369,7 +373,7 @@ class Responder:
         **fields: Any,
     ) -> Outcome:
         self._count(Status.IGNORED)
-        if self._log.isEnabledFor(logging.INFO):  # a replay's entries are mostly these
+        if self._log.isEnabledFor(logging.INFO):
             event(
                 self._log,
                 logging.INFO,
@@ -379,6 +383,11 @@ class Responder:
                 kind=kind,
                 reason=reason,
                 **fields,
+            )
+        if message_id is None:
+            # Outcomes are immutable: a replay's many entries without a messageId share one.
+            return _IGNORED_WITHOUT_ID.setdefault(
+                (kind, reason), Outcome(Status.IGNORED, None, kind=kind, reason=reason)
             )
         return Outcome(Status.IGNORED, message_id, kind=kind, reason=reason)
 

@@ -384,30 +384,37 @@ class _Parts(NamedTuple):
 
 
 def _parts(entry: object) -> _Parts:
-    """Check the fields every classification reads; InvalidLogEntry names what is wrong."""
-    if not _is_map(entry):
+    """Check the fields every classification reads; InvalidLogEntry names what is wrong.
+
+    Every entry of a file goes through here: exact type tests come first (JSON gives
+    dicts and strs), the general ones only when they fail.
+    """
+    if type(entry) is not dict and not _is_map(entry):
         raise InvalidLogEntry(f"a LogEntry must be a JSON object, got {_type_name(entry)}")
-    resource = entry.get("resource")
-    log_name = entry.get("logName")
-    if resource is None and log_name is None:
-        raise InvalidLogEntry("not a LogEntry: it has neither 'resource' nor 'logName'")
+    get = entry.get
+    resource = get("resource")
+    log_name = get("logName")
     if resource is None:
+        if log_name is None:
+            raise InvalidLogEntry("not a LogEntry: it has neither 'resource' nor 'logName'")
         # The LogEntry reference marks 'resource' as required: without it nothing says
         # where the entry came from (which cluster, node pool or VM).
         raise InvalidLogEntry("not a LogEntry: 'resource' is missing (it is required)")
-    if not _is_map(resource):
+    if type(resource) is not dict and not _is_map(resource):
         raise InvalidLogEntry(f"'resource' must be an object, got {_type_name(resource)}")
     if log_name is not None and not isinstance(log_name, str):
         raise InvalidLogEntry(f"'logName' must be a string, got {_type_name(log_name)}")
-    resource_type = _opt_str(resource, "type", "resource.type")
+    resource_type = resource.get("type")
+    if resource_type is not None and not isinstance(resource_type, str):
+        raise InvalidLogEntry(f"'resource.type' must be a string, got {_type_name(resource_type)}")
     rlabels = _str_map(resource.get("labels"), "resource.labels")
-    labels = _str_map(entry.get("labels"), "labels")
+    labels = _str_map(get("labels"), "labels")
 
-    text_payload = entry.get("textPayload")
-    raw_json = entry.get("jsonPayload")
-    raw_proto = entry.get("protoPayload")
+    text_payload = get("textPayload")
+    raw_json = get("jsonPayload")
+    raw_proto = get("protoPayload")
     if (text_payload is not None) + (raw_json is not None) + (raw_proto is not None) > 1:
-        present = [p for p in _PAYLOADS if entry.get(p) is not None]
+        present = [p for p in _PAYLOADS if get(p) is not None]
         raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
     if text_payload is not None and not isinstance(text_payload, str):
         raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
@@ -415,13 +422,16 @@ def _parts(entry: object) -> _Parts:
     proto_payload = _opt_map(raw_proto, "protoPayload")
 
     timestamp = _timestamp(entry)
-    severity = entry.get("severity", "DEFAULT")
-    if not isinstance(severity, str | int) or isinstance(severity, bool):
-        raise InvalidLogEntry(f"'severity' must be a string, got {_type_name(severity)}")
-    severity = str(severity).upper()
+    severity = get("severity", "DEFAULT")
+    if type(severity) is not str:
+        if not isinstance(severity, str | int) or isinstance(severity, bool):
+            raise InvalidLogEntry(f"'severity' must be a string, got {_type_name(severity)}")
+        severity = str(severity)
     if severity not in _SEVERITIES:
-        severity = "DEFAULT"
-    insert_id = entry.get("insertId")
+        severity = severity.upper()
+        if severity not in _SEVERITIES:
+            severity = "DEFAULT"
+    insert_id = get("insertId")
     if insert_id is not None and not isinstance(insert_id, str):
         raise InvalidLogEntry(f"'insertId' must be a string, got {_type_name(insert_id)}")
     return _Parts(

@@ -59,12 +59,17 @@ class Delivery:
 
 def decode(document: object) -> Delivery:
     """Decode any accepted shape (used for files: replay, tests)."""
-    if not isinstance(document, Mapping):
+    # Exact type tests first: a replay decodes every item of its files here.
+    if type(document) is not dict and not isinstance(document, Mapping):
         raise UndecodableMessage(f"expected a JSON object, got {_type_name(document)}")
     if "specversion" in document:
         return from_cloud_event(document, document.get("data"))
     message = document.get("message")
-    if isinstance(message, Mapping) and ("subscription" in document or "data" in message):
+    if (
+        message is not None
+        and isinstance(message, Mapping)
+        and ("subscription" in document or "data" in message)
+    ):
         return from_pubsub_message(message)
     if "message" in document and "subscription" in document:
         raise UndecodableMessage(f"'message' must be an object, got {_type_name(message)}")

@@ -389,10 +389,12 @@ class SqliteStore:
             with self._lock:
                 if not self._table_used and len(memory) + len(ids) <= self._memory_keys:
                     # Every key of the store is in memory: nothing to ask the table.
-                    if any(i in memory for i in ids):
-                        return True
+                    for key in ids:
+                        if key in memory:
+                            return True
                     at = _us(now)
-                    memory.update((i, at) for i in ids)
+                    for key in ids:
+                        memory[key] = at
                     if self._in_batch:
                         self._batch_keys.extend(ids)
                     return False
