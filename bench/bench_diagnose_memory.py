@@ -4,10 +4,11 @@
 A generated file of ENTRIES realistic entries (about 1.5 kB each, as a GKE sink writes
 them: container logs of the workload's pods with NCCL timeouts among them) is read by
 ``loopbreaker diagnose`` in a subprocess, once as JSON Lines and once as a JSON array. The
-baseline, measured in the same run, is ``json.load`` of the same file in its own
-subprocess. Targets (issue 16): peak RSS at most 300 MB, at least half of json.load's
-entries per second, at most 100 stderr lines at default verbosity. ``replay`` has its own
-benchmark, ``bench/bench_replay_memory.py``.
+baseline, measured in the same run, is the json module reading the same file in its own
+subprocess (``json.load``, or ``json.loads`` of each line: see ``measure.py``). Targets
+(issue 16): peak RSS at most 300 MB, at least half of json's entries per second, at most
+100 stderr lines at default verbosity. ``replay`` has its own benchmark,
+``bench/bench_replay_memory.py``.
 
 Run: ``python bench/bench_diagnose_memory.py [--entries N]`` (``make bench`` runs it).
 """
@@ -17,14 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import measure
 
 CLI = Path(sys.executable).with_name("loopbreaker")
 CLUSTER, NAMESPACE, JOBSET = "tpu-cluster-prod", "default", "llama3-70b-training"
@@ -89,41 +88,6 @@ def generate(directory: Path, count: int) -> tuple[Path, Path]:
     return jsonl, array
 
 
-@dataclass
-class Run:
-    seconds: float
-    peak_mb: float
-    stderr_lines: int
-    code: int
-
-
-def measure(argv: list[str]) -> Run:
-    """Run argv in a fresh process; its peak RSS from wait4's rusage."""
-    began = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, err = proc.communicate()
-    seconds = time.perf_counter() - began
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: run the biggest last.
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return Run(seconds, peak_kb / 1024, len(err.splitlines()), proc.returncode)
-
-
-def one_process(argv: list[str]) -> Run:
-    """measure() in a child of its own, so each run's peak is its own."""
-    code = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]);"
-        "from bench_diagnose_memory import measure;"
-        "r = measure(sys.argv[2:]); print(json.dumps(r.__dict__))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).parent), *argv],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Run(**json.loads(out.stdout))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=200_000)
@@ -134,33 +98,28 @@ def main() -> int:
         jsonl, array = generate(directory, args.entries)
         size = jsonl.stat().st_size / 1e6
         print(f"large files: {args.entries} entries, {size:.0f} MB as JSON Lines and as an array")
-        load = f"import json; json.load(open({str(array)!r}))"
-        baseline = one_process([sys.executable, "-c", load])
-        base_rate = args.entries / baseline.seconds
-        print(f"  baseline json.load: {base_rate:,.0f} entries/s, peak {baseline.peak_mb:.0f} MB")
         context = [
             "--cluster", CLUSTER, "--namespace", NAMESPACE, "--workload", JOBSET,
             "--issue-time", "2026-05-20T08:15:00Z", "--offline",
         ]  # fmt: skip
-        for label, path in (("JSON Lines", jsonl), ("JSON array", array)):
-            runs = {"diagnose": [str(CLI), "diagnose", *context, "--telemetry", str(path.parent)]}
-            for name, argv in runs.items():
-                run = one_process(argv)
-                rate = args.entries / run.seconds
-                ratio = rate / base_rate
-                passed = (
-                    run.code == 0
-                    and run.peak_mb <= MAX_RSS_MB
-                    and ratio >= MIN_RATIO
-                    and run.stderr_lines <= MAX_STDERR_LINES
-                )
-                ok &= passed
-                print(
-                    f"  {name:<8} {label:<10}: {rate:,.0f} entries/s ({ratio:.2f} x json.load, "
-                    f"target >= {MIN_RATIO}), peak {run.peak_mb:.0f} MB (target <= "
-                    f"{MAX_RSS_MB:.0f}), {run.stderr_lines} stderr lines, exit {run.code} "
-                    f"{'ok' if passed else 'MISSED'}"
-                )
+        for label, layout, path in (("JSON Lines", "jsonl", jsonl), ("JSON array", "array", array)):
+            base_rate = args.entries / measure.json_seconds(path, layout)
+            done = measure.run([str(CLI), "diagnose", *context, "--telemetry", str(path.parent)])
+            rate = args.entries / done.seconds
+            ratio = rate / base_rate
+            passed = (
+                done.code == 0
+                and done.peak_mb <= MAX_RSS_MB
+                and ratio >= MIN_RATIO
+                and done.stderr_lines <= MAX_STDERR_LINES
+            )
+            ok &= passed
+            print(
+                f"  diagnose {label:<10}: {rate:,.0f} entries/s ({ratio:.2f} x json's "
+                f"{base_rate:,.0f}, target >= {MIN_RATIO}), peak {done.peak_mb:.0f} MB (target <= "
+                f"{MAX_RSS_MB:.0f}), {done.stderr_lines} stderr lines, exit {done.code} "
+                f"{'ok' if passed else 'MISSED'}"
+            )
     return 0 if ok else 1
 
 

@@ -5,12 +5,13 @@ job's own container logs with a preemption storm and NCCL timeouts among them) i
 temporary directory, as JSON Lines and as one JSON array; runs the installed
 ``loopbreaker replay`` on each in a subprocess; and reports, for each layout:
 
-  * the replay's peak RSS (``ru_maxrss`` of that child, as ``RUSAGE_CHILDREN`` reports
-    it)                                                               target <= 300 MB
-  * its entries/s against ``json.load`` of the same file in this run   target >= 50 %
+  * the replay's peak RSS, its reader process included                target <= 300 MB
+  * its entries/s against the json module reading the same file in
+    this run (``json.load``, or ``json.loads`` of each line)          target >= 50 %
+  * its stderr lines at the default verbosity                        target <= 100
 
 and, for the record, the entries/s of the streaming reader alone (``signals/files.py``,
-every item decoded and checked, nothing classified or stored) against the same ``json.load``.
+every item decoded and checked, nothing classified or stored). See ``measure.py``.
 
 The exit status is non-zero when a target is missed. Usage::
 
@@ -22,8 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,8 +31,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import measure
+
 RSS_TARGET_MB = 300.0
 THROUGHPUT_TARGET = 0.50
+MAX_STDERR_LINES = 100
 PROJECT = "bench-project"
 CLUSTER = "tpu-cluster-prod"
 JOBSET = "llama3-70b-training"
@@ -116,20 +118,6 @@ def write(path: Path, count: int, layout: str) -> None:
             out.write("]\n")
 
 
-def json_load_rate(path: Path, layout: str) -> tuple[float, int]:
-    """(entries/s, entries) of json.load (or json.loads per line) of the whole file."""
-    began = time.perf_counter()
-    with path.open(encoding="utf-8") as f:
-        if layout == "array":
-            loaded = json.load(f)
-        else:
-            loaded = [json.loads(line) for line in f if line.strip()]
-    elapsed = time.perf_counter() - began
-    count = len(loaded)
-    del loaded
-    return count / elapsed, count
-
-
 def reader_rate(path: Path) -> float:
     """Entries/s of loopbreaker's streaming reader over ``path`` (no classify, no store)."""
     from loopbreaker.signals import files
@@ -139,31 +127,18 @@ def reader_rate(path: Path) -> float:
     return count / (time.perf_counter() - began)
 
 
-def run_replay(path: Path, scratch: Path) -> tuple[float, float, dict[str, Any], str]:
-    """(seconds, peak RSS in MB, summary, stderr) of ``loopbreaker replay`` on ``path``."""
+def run_replay(path: Path, scratch: Path) -> tuple[measure.Run, dict[str, Any]]:
+    """``loopbreaker replay`` on ``path``: its run (time, peak memory with its reader
+    process, stderr) and its summary."""
     env = {
         **os.environ,
         "LOOPBREAKER_PROJECT": PROJECT,
         "LOOPBREAKER_NOTIFIER": f"file:{scratch / 'notifications'}",
     }
-    began = time.perf_counter()
-    with (scratch / "summary.json").open("w") as out:
-        child = subprocess.Popen(
-            [str(LOOPBREAKER), "replay", str(path), "--format", "json"],
-            stdout=out,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        assert child.stderr is not None
-        stderr = child.stderr.read().decode(errors="replace")
-        # wait4: this child's own rusage (RUSAGE_CHILDREN is the maximum over all of them).
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.perf_counter() - began
-    if child.returncode != 0:
-        raise SystemExit(f"replay of {path} failed ({child.returncode}):\n{stderr[-2000:]}")
-    summary = json.loads((scratch / "summary.json").read_text())
-    return elapsed, usage.ru_maxrss / 1024, summary, stderr
+    done = measure.run([str(LOOPBREAKER), "replay", str(path), "--format", "json"], env=env)
+    if done.code != 0:
+        raise SystemExit(f"replay of {path} failed ({done.code})")
+    return done, json.loads(done.stdout)
 
 
 def main() -> int:
@@ -184,45 +159,42 @@ def main() -> int:
             if not path.exists():
                 write(path, args.entries, layout)
             paths[layout] = path
-        # Every replay before any json.load here: a child forked from a large parent
-        # counts the parent's pages in its ru_maxrss until it execs.
-        replays = {layout: run_replay(path, scratch) for layout, path in paths.items()}
         for layout, path in paths.items():
-            seconds, rss_mb, summary, stderr = replays[layout]
-            load_rate, loaded = json_load_rate(path, layout)
+            done, summary = run_replay(path, scratch)
+            baseline = args.entries / measure.json_seconds(path, layout)
             reading = reader_rate(path)
             size_mb = path.stat().st_size / 1e6
-            rate = summary["read"] / seconds
-            ratio = rate / load_rate
-            print(f"replay of {loaded:,} entries, {layout}, {size_mb:,.0f} MB")
+            rate = summary["read"] / done.seconds
+            ratio = rate / baseline
+            print(f"replay of {args.entries:,} entries, {layout}, {size_mb:,.0f} MB")
             print(
                 f"    read {summary['read']:,}, accepted {summary['accepted']:,} "
                 f"(ignored {summary['ignored']:,}), rejected {summary['rejected_total']:,}, "
                 f"incidents {len(summary['incidents'])}"
             )
-            print(f"    stderr lines at the default verbosity   {len(stderr.splitlines())}")
+            print(f"    stderr lines at the default verbosity   {done.stderr_lines}")
             print(
-                f"    peak RSS                                {rss_mb:8.1f} MB "
+                f"    peak RSS, with the reader process       {done.peak_mb:8.1f} MB "
                 f"(target <= {RSS_TARGET_MB:.0f} MB)"
             )
             print(
                 f"    replay                                  {rate:8,.0f} entries/s "
-                f"({seconds:.1f} s)"
+                f"({done.seconds:.1f} s)"
             )
-            print(f"    json.load of the same file              {load_rate:8,.0f} entries/s")
+            print(f"    json reading the same file              {baseline:8,.0f} entries/s")
             print(f"    ratio {ratio:.1%} (target >= {THROUGHPUT_TARGET:.0%})")
             print(
                 f"    the streaming reader alone              {reading:8,.0f} entries/s "
-                f"({reading / load_rate:.0%} of json.load)"
+                f"({reading / baseline:.0%} of json)"
             )
-            if summary["read"] != loaded:
-                missed.append(f"{layout}: read {summary['read']} of {loaded}")
-            if rss_mb > RSS_TARGET_MB:
-                missed.append(f"{layout}: peak RSS {rss_mb:.0f} MB")
+            if summary["read"] != args.entries:
+                missed.append(f"{layout}: read {summary['read']} of {args.entries}")
+            if done.peak_mb > RSS_TARGET_MB:
+                missed.append(f"{layout}: peak RSS {done.peak_mb:.0f} MB")
             if ratio < THROUGHPUT_TARGET:
-                missed.append(f"{layout}: throughput {ratio:.0%} of json.load")
-        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"RUSAGE_CHILDREN.ru_maxrss over the replays: {children:.1f} MB")
+                missed.append(f"{layout}: throughput {ratio:.0%} of json")
+            if done.stderr_lines > MAX_STDERR_LINES:
+                missed.append(f"{layout}: {done.stderr_lines} stderr lines")
     for miss in missed:
         print(f"MISS {miss}")
     return 1 if missed else 0

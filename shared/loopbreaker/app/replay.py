@@ -170,7 +170,11 @@ def run(
     # Every path is checked before anything is read: a typo fails at once.
     expanded = files.expand(paths)
 
-    with tempfile.TemporaryDirectory(prefix="loopbreaker-replay-") as scratch:
+    with (
+        # Started first: a reader process starts up while the store and responder do.
+        replay_reader.read(expanded, child=reader_process) as records,
+        tempfile.TemporaryDirectory(prefix="loopbreaker-replay-") as scratch,
+    ):
         path = store_path or Path(scratch) / "incidents.sqlite"
         local = replace(settings, store=StoreSpec(StoreKind.SQLITE, path))
         store = SqliteStore(path, scratch=store_path is None)
@@ -189,8 +193,7 @@ def run(
         # The summary lists every rejection: one INFO line each, not an ERROR storm.
         responder.reject_level = logging.INFO
         try:
-            with replay_reader.read(expanded, child=reader_process) as records:
-                summary = _feed(responder, records, clock, progress, store.batch)
+            summary = _feed(responder, records, clock, progress, store.batch)
             summary.store = str(store_path) if store_path else None
             clock.advance_to(clock.now + settings.settle_time + timedelta(seconds=1))
             summary.settle = _settle_all(responder)
