@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopbreaker.app import replay
+from loopbreaker.app import replay_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("loopbreaker")
@@ -153,9 +153,9 @@ def test_reader_accepts_arrays_single_objects_and_json_lines(tmp_path: Path) -> 
     lines.write_text('{"c": 3}\n\nnot json\n{"d": 4}\n')
     empty = tmp_path / "d.jsonl"
     empty.write_text("\n")
-    items = list(replay.read_items([array, single, lines, empty]))
-    assert [i.index for i in items] == [0, 1, 2, 3, 4, 5]
-    assert [i.source.rsplit("/", 1)[1] for i in items] == [
+    records = list(replay_reader.records([array, single, lines, empty]))
+    assert [r[1] for r in records] == [0, 1, 2, 3, 4, 5]
+    assert [r[2].rsplit("/", 1)[1] for r in records] == [
         "a.json[0]",
         "a.json[1]",
         "b.json",
@@ -163,8 +163,17 @@ def test_reader_accepts_arrays_single_objects_and_json_lines(tmp_path: Path) -> 
         "c.jsonl:3",
         "c.jsonl:4",
     ]
-    assert items[4].error is not None and items[4].error.startswith("not JSON")
-    assert items[5].document == {"d": 4}
+    # The CloudEvent is not a log sink's; the line that is not JSON says so.
+    assert [r[0] for r in records] == [
+        "delivery",
+        "delivery",
+        "error",
+        "delivery",
+        "error",
+        "delivery",
+    ]
+    assert records[2][3].startswith("event type None") and records[4][3].startswith("not JSON")
+    assert records[5][3].entry == {"d": 4}
 
 
 @pytest.mark.parametrize(

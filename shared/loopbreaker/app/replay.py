@@ -49,16 +49,6 @@ PROGRESS_EVERY = 1000
 BATCH = 500
 
 
-@dataclass(frozen=True)
-class Item:
-    """One item read from a file: a decoded document, or why it could not be read."""
-
-    index: int
-    source: str
-    document: object = None
-    error: str | None = None
-
-
 class ReplayClock:
     """Event time as processing time: follows the newest timestamp seen so far."""
 
@@ -140,12 +130,6 @@ def incident_summary(incident: Incident) -> dict[str, Any]:
         "expires_at": format_rfc3339(incident.expires_at) if incident.expires_at else None,
         "approval": incident.approval.to_dict() if incident.approval else None,
     }
-
-
-def read_items(paths: Sequence[Path]) -> Iterator[Item]:
-    """Items of every file in order, streamed; an unreadable one becomes an error item."""
-    for item in files.read(paths):
-        yield Item(item.index, item.source, item.value, item.error)
 
 
 def run(
