@@ -8,6 +8,7 @@ dataclass __init__ (``_new_signal``). Both are checked here against the plain fo
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -219,11 +220,14 @@ def test_screen_agrees_with_classify(entry: dict[str, Any], changes: dict[str, A
         quiet = C.screen(varied)
     except InvalidLogEntry as exc:
         assert full == f"refused: {exc}"  # the same refusal, word for word
+        with pytest.raises(InvalidLogEntry, match=re.escape(str(exc))):
+            C.triage(varied)
         return
     assert not isinstance(full, str), full
     if quiet is not None:
         assert full.kind is SignalKind.UNRECOGNIZED, (varied, full.kind)
         assert quiet == (C.identity(full), full.timestamp, full.insert_id)
+    assert C.triage(varied) == (quiet if quiet is not None else full)
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,7 @@ from loopbreaker.model import (
 )
 from loopbreaker.remediation.queue import LogQueue, RemediationQueue, publish_approved
 from loopbreaker.signals.alerts import AlertSignal
-from loopbreaker.signals.classify import Identity, classify, screen
+from loopbreaker.signals.classify import Identity, Quiet, triage
 from loopbreaker.signals.envelope import Delivery
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -242,18 +242,16 @@ class Responder:
     ) -> Outcome:
         """Group one LogEntry into an incident. TransientError propagates (retry)."""
         try:
-            quiet = screen(entry)
-            signal = classify(entry) if quiet is None else None
+            found = triage(entry)
         except InvalidLogEntry as exc:
             text = str(exc)
             reason = text if text.startswith("not a LogEntry") else f"not a LogEntry: {text}"
             return self.reject(message_id, reason)
-        assert isinstance(entry, Mapping)  # classify() accepted it
+        assert isinstance(entry, Mapping)  # triage() accepted it
         entry_id = incidents.entry_id(entry)
-        if signal is None:
-            assert quiet is not None
-            return self.handle_screened(message_id, entry_id, quiet.identity, quiet.insert_id)
-        return self._ingest(signal, entry_id, message_id, fallback_time=fallback_time)
+        if isinstance(found, Quiet):
+            return self.handle_screened(message_id, entry_id, found.identity, found.insert_id)
+        return self._ingest(found, entry_id, message_id, fallback_time=fallback_time)
 
     def handle_screened(
         self, message_id: str | None, entry_id: str, where: Identity, insert_id: str | None

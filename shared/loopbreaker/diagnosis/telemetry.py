@@ -35,7 +35,7 @@ from loopbreaker.model import (
     SourceStatus,
 )
 from loopbreaker.signals import files
-from loopbreaker.signals.classify import Identity, classify, identity, screen
+from loopbreaker.signals.classify import Identity, Quiet, classify, identity, triage
 from loopbreaker.timeutil import from_epoch
 
 METRICS_FILE = "metrics.om"
@@ -181,17 +181,16 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
                 continue
             value = item.value
             try:
-                quiet = screen(value)
-                if quiet is None:
-                    sig = classify(value)
-                    if sig.kind is not SignalKind.UNRECOGNIZED:
-                        result.signals.append(sig)
-                        continue
-                    key, at, kept = identity(sig), sig.timestamp, sig
-                else:
-                    key, at, kept = quiet.identity, quiet.timestamp, value
+                found = triage(value)
             except InvalidLogEntry as exc:
                 result.rejected.append((item.location(name), str(exc)))
+                continue
+            if isinstance(found, Quiet):
+                key, at, kept = found.identity, found.timestamp, value
+            elif found.kind is SignalKind.UNRECOGNIZED:
+                key, at, kept = identity(found), found.timestamp, found
+            else:
+                result.signals.append(found)
                 continue
             span = spans.get(key)
             if span is None:

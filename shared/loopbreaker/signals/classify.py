@@ -255,7 +255,17 @@ _AUDIT_POD = re.compile(r"^core/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)(
 
 def classify(entry: object) -> Signal:
     """Classify one LogEntry; raise InvalidLogEntry if ``entry`` is not one."""
+    return _classify(_parts(entry))
+
+
+def triage(entry: object) -> Quiet | Signal:
+    """:func:`screen`, else :func:`classify`, with the entry's fields checked once."""
     parts = _parts(entry)
+    quiet = _screen(parts)
+    return quiet if quiet is not None else _classify(parts)
+
+
+def _classify(parts: _Parts) -> Signal:
     rlabels, labels = parts.rlabels, parts.labels
     zone = rlabels.get("zone")
     fields: dict[str, Any] = {
@@ -332,7 +342,10 @@ def screen(entry: object) -> Quiet | None:
     classify() does, and agrees with it on identity and time
     (``tests/signals/test_functions_hot_path.py``).
     """
-    parts = _parts(entry)
+    return _screen(_parts(entry))
+
+
+def _screen(parts: _Parts) -> Quiet | None:
     if parts.proto_payload is not None:
         return None  # audit entries: the method decides, not the text
     is_container = parts.resource_type == "k8s_container"

@@ -254,7 +254,6 @@ class SqliteStore:
         outside its savepoint, so a rollback of the call cannot lose them."""
         with self._lock:
             self.transactions += 1
-            self._drop_staged()
             if self._deferred and not deferring:
                 self._write_deferred()
             try:
@@ -302,9 +301,7 @@ class SqliteStore:
             self._memory.update(self._staged)
             if self._in_batch:
                 self._batch_keys.extend(key for key, _ in self._staged)
-        self._staged = []
         self._deferred.update(self._staged_incidents)
-        self._staged_incidents = {}
 
     def _dedup_known(self, db: sqlite3.Connection, ids: Sequence[str]) -> bool:
         if self._memory is not None:
