@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import tracemalloc
 from pathlib import Path
@@ -354,3 +355,96 @@ def test_a_line_that_is_not_the_item_is_never_taken_for_it(tmp_path: Path) -> No
     assert items[1].fatal and "expected ',' or ']' after item 0, found '3'" in (
         items[1].error or ""
     )
+
+
+@pytest.mark.parametrize(
+    "layout", ["one a line, comma after", "one a line, comma before", "one a line, spaces"]
+)
+def test_refusals_read_a_line_at_a_time_match_the_general_reader_s(
+    tmp_path: Path, layout: str
+) -> None:
+    # Items one a line are read as lines; the same items all on one line go through the
+    # general reader. Values, reasons and positions must not depend on which one did.
+    texts = [json.dumps({"ok": 0})] + [text for text, _ in BAD_ITEMS] + ['{"bad": "\\ud800"}']
+    texts += ['"]"', "[1, [2]]", "12", '{"x": "a,b]"}']
+    by_line, general = tmp_path / "lines.json", tmp_path / "general.json"
+    by_line.write_text(LAYOUTS[layout](texts))
+    general.write_text(LAYOUTS["all on one line"](texts))
+    assert rows(read(by_line)) == [
+        (r[0].replace("general", "lines"), r[1], r[2]) for r in rows(read(general))
+    ]
+    assert [i.error for i in read(by_line)] == [i.error for i in read(general)]
+
+
+def test_bytes_that_are_not_utf8_on_a_line_of_their_own_spoil_only_their_item(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.json"
+    path.write_bytes(b'[\n{"a": "\xff"},\n{"b": 1}\n]\n')
+    assert rows(read(path)) == [
+        ("a.json[0]", None, "not UTF-8 text"),
+        ("a.json[1]", {"b": 1}, None),
+    ]
+
+
+def test_an_array_that_changes_layout_midway_is_read_whole(tmp_path: Path) -> None:
+    # One a line, then an item over several lines and two on a line, then one a line
+    # again, with the brackets on the first and last items' lines.
+    path = tmp_path / "a.json"
+    path.write_text(
+        '[{"a": 1},\n{"b": 2},\n{\n  "c": [3,\n 4]\n},\n{"d": 5}, {"e": 6},\n'
+        '{"f": 7},\n{"g": NaN},\n{"h": 8}]\n'
+    )
+    items = read(path)
+    assert [i.value for i in items] == [
+        {"a": 1},
+        {"b": 2},
+        {"c": [3, 4]},
+        {"d": 5},
+        {"e": 6},
+        {"f": 7},
+        None,
+        {"h": 8},
+    ]
+    assert "NaN" in (items[6].error or "") and not any(i.fatal for i in items)
+    assert [i.position for i in items] == list(range(8))
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[\n{"a": 1},\n{"b": 2}\n]\n\nxx\n', "more text after the array at line 6"),
+        ('[\n{"a": 1},\n{"b": 2}\n] xx\n', "more text after the array at line 4"),
+        ('[\n{"a": 1}\n{"b": 2}\n]\n', "expected ',' or ']' after item 0, found '{'"),
+        ('[\n{"a": 1},\n{"b": 2}\n', "expected ',' or ']' after item 1, found the end"),
+        ('[\n{"a": 1},\n{"b": 2},\n', "not valid JSON or JSON Lines"),
+    ],
+)
+def test_a_structure_that_breaks_after_lines_of_items_is_fatal_where_it_breaks(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    items = read(path)
+    read_before = [i.value for i in items[:-1]]
+    assert read_before == [{"a": 1}, {"b": 2}][: len(read_before)] and read_before
+    assert items[-1].fatal and words in (items[-1].error or ""), items[-1]
+    assert sum(i.fatal for i in items) == 1
+
+
+@pytest.mark.parametrize("text", ["[]", "[\n]\n", " [ ] ", "\ufeff[\n\n]"])
+def test_an_empty_array_has_no_items(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text, encoding="utf-8")
+    assert read(path) == []
+
+
+@pytest.mark.parametrize("layout", ["one a line, comma after", "one a line, comma before"])
+def test_items_one_a_line_are_read_to_the_end_as_lines(layout: str) -> None:
+    # The line reader is the fast path for this layout: refusals included, it must not
+    # hand the file over to the general reader (which would read the same, slower).
+    texts = [json.dumps({"ok": n}) for n in range(3)] + [text for text, _ in BAD_ITEMS]
+    lines = files._ArrayLines(io.BytesIO(LAYOUTS[layout](texts).encode()), files.MAX_ITEM_SIZE)
+    rows = list(lines.rows())
+    assert len(rows) == len(texts) and lines.offset == -1
+    assert [r[1] for r in rows] == list(range(len(texts)))

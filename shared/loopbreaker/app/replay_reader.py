@@ -34,7 +34,7 @@ from loopbreaker import incidents
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.signals import files
 from loopbreaker.signals.classify import Identity, screen
-from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode
+from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode, is_bare_entry
 from loopbreaker.timeutil import parse_rfc3339
 
 QUIET, DELIVERY, ERROR = "quiet", "delivery", "error"
@@ -78,29 +78,34 @@ def records(paths: Sequence[Path]) -> Iterator[Record]:
             unreadable = f"{item.path}: {item.error} (at {item.source})" if item.fatal else None
             yield ERROR, item.index, item.source, item.error, None, unreadable
             continue
-        try:
-            delivery = decode(item.value)
-        except UndecodableMessage as exc:
-            yield ERROR, item.index, item.source, exc.reason, exc.message_id, None
-            continue
-        entry = delivery.entry
+        value = item.value
+        delivery: Delivery | None = None
+        if type(value) is dict and is_bare_entry(value):
+            entry = value  # a bare LogEntry, as decode() would find: no Delivery needed yet
+        else:
+            try:
+                delivery = decode(value)
+            except UndecodableMessage as exc:
+                yield ERROR, item.index, item.source, exc.reason, exc.message_id, None
+                continue
+            entry = delivery.entry
         try:
             quiet = screen(entry)
         except InvalidLogEntry:
             quiet = None  # the responder refuses it, and says why
         if quiet is None:
-            yield DELIVERY, item.index, item.source, delivery
+            yield DELIVERY, item.index, item.source, delivery or decode(value)
         else:
             entry_id = incidents.entry_id(entry)
             # The entry's own time, else the sink's or Pub/Sub's: what event_time() reads.
-            moment = quiet.timestamp or event_time(delivery)
+            moment = quiet.timestamp or event_time(delivery or decode(value))
             identity = identities.setdefault(quiet.identity, quiet.identity)
             if len(identities) > MAX_IDENTITIES:
                 identities.clear()
             yield (
                 QUIET,
                 item.index,
-                delivery.message_id,
+                delivery.message_id if delivery else None,
                 entry_id,
                 moment,
                 identity,

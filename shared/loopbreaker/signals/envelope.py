@@ -62,6 +62,9 @@ def decode(document: object) -> Delivery:
     # Exact type tests first: a replay decodes every item of its files here.
     if type(document) is not dict and not isinstance(document, Mapping):
         raise UndecodableMessage(f"expected a JSON object, got {_type_name(document)}")
+    if is_bare_entry(document):
+        # A bare LogEntry: whether it really is one is classify's job.
+        return Delivery(message_id=None, entry=dict(document))
     if "specversion" in document:
         return from_cloud_event(document, document.get("data"))
     message = document.get("message")
@@ -75,8 +78,14 @@ def decode(document: object) -> Delivery:
         raise UndecodableMessage(f"'message' must be an object, got {_type_name(message)}")
     if "data" in document and ("messageId" in document or "message_id" in document):
         return from_pubsub_message(document)
-    # A bare LogEntry: whether it really is one is classify's job.
     return Delivery(message_id=None, entry=dict(document))
+
+
+def is_bare_entry(document: Mapping[str, Any]) -> bool:
+    """True when the object has none of the keys of an envelope (a CloudEvent's
+    ``specversion``, a push's ``message``, a message's ``data``): :func:`decode` reads
+    it as a bare LogEntry, without looking further."""
+    return "specversion" not in document and "message" not in document and "data" not in document
 
 
 def from_cloud_event(attributes: Mapping[str, Any], data: object) -> Delivery:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -34,6 +34,7 @@ MAX_ITEM_SIZE = 32 * 1024 * 1024
 CHUNK = 1 << 20
 
 _WHITESPACE = " \t\r\n"
+_BYTES_WHITESPACE = b" \t\r\n"
 _NON_WHITESPACE = re.compile(r"[^ \t\r\n]")
 _NUMBER_RUN = re.compile(r"[-+.eE0-9]*")
 _BOM = b"\xef\xbb\xbf"
@@ -267,18 +268,32 @@ def _document(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Ite
 
 # --- arrays --------------------------------------------------------------------------------
 
+# Where an array reader stands between items: before the "[", before an item (after "["
+# or ","), after an item (before "," or "]"), after the "]".
+_OPEN, _VALUE, _AFTER, _END = "open", "value", "after", "end"
+
 
 def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
-    window = _Window(raw, chunk)
+    # Arrays written one item a line are read line by line, as JSON Lines are; the
+    # first line that is laid out otherwise hands the rest to the general reader below.
+    lines = _ArrayLines(raw, max_item_size)
+    yield from lines.rows()
+    if lines.expect == _END and lines.offset < 0:
+        return
+    raw.seek(lines.offset)
+    window = _Window(raw, chunk, lines_before=lines.lines_before)
+    index, expect = lines.index, lines.expect
     window.skip_whitespace()
-    window.pos += 1  # "["
-    window.skip_whitespace()
-    if window.peek() == "]":
+    if expect == _OPEN:
+        window.pos += 1  # "["
+        window.skip_whitespace()
+        expect = _VALUE
+    if expect == _VALUE and index == 0 and window.peek() == "]":
         window.pos += 1
-    else:
-        index = 0
-        line_items = _LineItems()
-        while True:
+        expect = _END
+    line_items = _LineItems()
+    while expect != _END:
+        if expect == _VALUE:
             outcome = line_items.take(window) or _value(window, max_item_size)
             if outcome.fatal:
                 yield "[", index, None, f"not valid JSON or JSON Lines: {outcome.error}", True
@@ -286,13 +301,14 @@ def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterat
             yield "[", index, outcome.value, outcome.error, False
             index += 1
             window.skip_whitespace()
-            separator = window.peek()
-            window.pos += 1
-            if separator == ",":
-                window.skip_whitespace()
-                continue
-            if separator == "]":
-                break
+        separator = window.peek()
+        window.pos += 1
+        if separator == ",":
+            window.skip_whitespace()
+            expect = _VALUE
+        elif separator == "]":
+            expect = _END
+        else:
             found = "the end of the file" if separator == "" else repr(separator)
             why = f"expected ',' or ']' after item {index - 1}, found {found}"
             yield "[", index, None, f"not valid JSON or JSON Lines: {why}", True
@@ -301,6 +317,122 @@ def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterat
     if not window.at_end():
         why = f"more text after the array at line {window.line()}"
         yield ":", window.line(), None, f"not valid JSON or JSON Lines: {why}", True
+
+
+class _ArrayLines:
+    """The items of an array written one a line (``[``, then ``{...},`` or ``,{...}`` a
+    line, then ``]``), read as bytes lines like JSON Lines: no text window, no scanning
+    for separators, which is most of what reading an array costs otherwise.
+
+    :meth:`rows` stops at the first line laid out otherwise (an item over lines, two on
+    one line, a line over the size limit, a broken structure) and leaves where it
+    stopped: ``offset`` (bytes; -1 when the file was read to its end), ``lines_before``,
+    ``index`` and ``expect``, for the general reader to go on from. Items it refuses get
+    the general reader's reasons: the full decoder reads them as that reader would.
+    """
+
+    def __init__(self, raw: IO[bytes], max_item_size: int) -> None:
+        self._raw = raw
+        self._max = max_item_size
+        self.offset = 0
+        self.lines_before = 0
+        self.index = 0
+        self.expect = _OPEN
+
+    def rows(self) -> Iterator[_Row]:
+        quick = decode.quick_decoder()
+        undecided = decode.UNDECIDED
+        readline = self._raw.readline
+        limit = self._max + 1
+        # Where the reader stands at the start of the line being read.
+        expect, index, offset, number = _OPEN, 0, 0, 0
+        while True:
+            line = readline(limit)
+            if not line or len(line) > self._max:
+                break  # the end, or an item for the general reader to skip
+            body = line.strip(_BYTES_WHITESPACE)
+            if number == 0:
+                body = body.removeprefix(_BOM).lstrip(_BYTES_WHITESPACE)
+            if body:
+                row, follows = self._line(body, expect, index, quick, undecided)
+                if follows is None:
+                    break
+                if row is not None:
+                    yield row
+                    index += 1
+                expect = follows
+            offset += len(line)
+            number += 1
+        self.index, self.expect, self.lines_before = index, expect, number
+        self.offset = -1 if expect == _END and offset == self._raw.tell() else offset
+
+    @staticmethod
+    def _line(
+        body: bytes, expect: str, index: int, quick: Callable[[bytes], Any], undecided: Any
+    ) -> tuple[_Row | None, str | None]:
+        """What one line holds: (its item's row, if any; where the reader stands after
+        it), or (None, None) when the general reader must read it."""
+        if expect == _AFTER:
+            if body[0] == 44:  # ","
+                body = body[1:].lstrip(_BYTES_WHITESPACE)
+                if not body:
+                    return None, _VALUE
+            elif body[0] == 93 and not body[1:].strip(_BYTES_WHITESPACE):  # "]"
+                return None, _END
+            else:
+                return None, None
+        elif expect == _OPEN:
+            # The first byte that is not white space is "[": the caller made sure.
+            body = body[1:].lstrip(_BYTES_WHITESPACE)
+            if not body:
+                return None, _VALUE
+        elif expect == _END:
+            return None, None
+        if index == 0 and body[0] == 93:  # "[ ]": empty
+            return None, (None if body[1:].strip(_BYTES_WHITESPACE) else _END)
+        last = body[-1]
+        if last == 44:  # ",": the value ends before it (no JSON value ends in ",")
+            value, follows = quick(body[:-1]), _VALUE
+        elif last == 93:  # "]": the array's end, or the end of a value that is one
+            value, follows = quick(body[:-1]), _END
+            if value is undecided:
+                value, follows = quick(body), _AFTER
+        else:
+            value, follows = quick(body), _AFTER
+        if value is not undecided:
+            return ("[", index, value, None, False), follows
+        refused = _refused_line(body)
+        if refused is None:
+            return None, None
+        (value, error), follows = refused
+        return ("[", index, value, error, False), follows
+
+
+def _refused_line(body: bytes) -> tuple[tuple[Any, str | None], str] | None:
+    """An item line the quick decoder refused, read as the general reader reads it:
+    ((value, error), what follows it), or None when the line is not one whole item
+    (an item that goes on over lines, a second item)."""
+    text = body.decode("utf-8", "surrogateescape")
+    scanner = _Scanner()
+    reached, ended = scanner.run(text, 0)
+    if ended:
+        if text[reached] not in ",]" or text[reached + 1 :].strip(_WHITESPACE):
+            return None
+        follows = _VALUE if text[reached] == "," else _END
+    elif scanner.depth == 0 and not scanner.in_string:
+        follows = _AFTER
+    else:
+        return None
+    item = text[:reached].rstrip(_WHITESPACE)
+    try:
+        value, end = decode.decode_at(item, 0, ascii_only=item.isascii())
+    except decode.InvalidJson as exc:
+        if exc.syntax and exc.pos >= len(item):
+            return None  # it failed where the line ended: the item may go on
+        return (None, exc.reason), follows
+    if end != len(item):
+        return None
+    return (value, None), follows
 
 
 class _Outcome(NamedTuple):
@@ -444,7 +576,9 @@ class _Scanner:
 class _Window:
     """A window over a text stream: what is before ``pos`` is dropped on fill."""
 
-    def __init__(self, raw: IO[bytes], chunk: int, *, top_level: bool = False) -> None:
+    def __init__(
+        self, raw: IO[bytes], chunk: int, *, top_level: bool = False, lines_before: int = 0
+    ) -> None:
         self._text = io.TextIOWrapper(
             raw, encoding="utf-8-sig", errors="surrogateescape", newline=""
         )
@@ -455,7 +589,7 @@ class _Window:
         #: A document file (no enclosing array): a value may run to the end of the file.
         self.top_level = top_level
         #: Lines dropped from the window so far (for positions in messages).
-        self._lines_before = 0
+        self._lines_before = lines_before
         self.fill()
 
     def fill(self, *, grow: bool = False) -> None:
