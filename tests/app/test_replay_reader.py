@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from loopbreaker import incidents
 from loopbreaker.app import replay, replay_reader
 from loopbreaker.app.replay_reader import DELIVERY, ERROR, QUIET
 from loopbreaker.app.settings import Runtime, load_settings
@@ -85,3 +86,27 @@ def test_event_time_prefers_the_entry_then_the_sink_then_pubsub() -> None:
         replay_reader.event_time(Delivery(None, {})),
     ]
     assert [t.second if t else None for t in times] == [1, 2, 3, None]
+
+
+def test_a_quiet_record_makes_the_entry_s_own_dedup_id(tmp_path: Path) -> None:
+    # The reader leaves hashing an id with an insertId to the replay; either way the id
+    # is the one the functions give the same entry.
+    base = {
+        "logName": "projects/p/logs/stdout",
+        "resource": {"type": "k8s_container", "labels": {"cluster_name": "c"}},
+        "timestamp": "2026-05-20T08:00:01.123456789Z",
+        "textPayload": "step 7 | loss 2.1",
+    }
+    entries = [
+        {**base, "insertId": "a1"},
+        {**base, "insertId": "a1", "timestamp": "2026-05-20T08:00:02Z"},
+        base,  # no insertId: the whole entry is hashed
+        {**base, "insertId": ""},
+    ]
+    path = tmp_path / "quiet.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    records = read_all([path], child=False)
+    assert [r[0] for r in records] == [QUIET] * len(entries)
+    ids = [replay_reader.entry_id(r[3], r[6]) for r in records]
+    assert ids == [incidents.entry_id(e) for e in entries]
+    assert len(set(ids)) == len(entries)

@@ -235,17 +235,19 @@ def _feed(
 
 def _moment(record: Record) -> datetime | None:
     if record[0] == QUIET:
-        moment: datetime | None = record[4]
-        return moment
+        return replay_reader.moment(record[4])
     return event_time(record[3]) if record[0] == DELIVERY else None
 
 
 def _feed_one(responder: Responder, record: Record, clock: ReplayClock, summary: Summary) -> None:
     if record[0] == QUIET:
-        _, index, message_id, entry_id, moment, identity, insert_id = record
+        _, index, message_id, entry_key, event_us, identity, insert_id = record
+        moment = replay_reader.moment(event_us)
         if moment is not None:
             clock.advance_to(moment)
-        outcome = responder.handle_screened(message_id, entry_id, identity, insert_id)
+        outcome = responder.handle_screened(
+            message_id, replay_reader.entry_id(entry_key, insert_id), identity, insert_id
+        )
         source = ""
     elif record[0] == DELIVERY:
         _, index, source, delivery = record

@@ -8,10 +8,12 @@ read in-process. Either way the replay gets the same records in the same order.
 
 A record is a tuple (cheap to pickle), its first member the kind:
 
-* ``(QUIET, index, message_id, entry_id, event_time, identity, insert_id)``: a LogEntry
-  that matches no rule (:func:`loopbreaker.signals.classify.screen`), with its dedup id,
-  event time and :class:`~loopbreaker.signals.classify.Identity`: the responder needs
-  nothing else of it. Equal identities are one object, pickled once a block;
+* ``(QUIET, index, message_id, entry_key, event_us, identity, insert_id)``: a LogEntry
+  that matches no rule (:func:`loopbreaker.signals.classify.screen`), with what makes its
+  dedup id (:func:`entry_id`), its event time in microseconds since the epoch (an int
+  pickles in a fraction of a datetime's time; :func:`moment` reads it) and its
+  :class:`~loopbreaker.signals.classify.Identity`: the responder needs nothing else of
+  it. Equal identities (and log names) are one object, pickled once a block;
 * ``(DELIVERY, index, source, delivery)``: anything else that decoded;
 * ``(ERROR, index, source, reason, message_id, unreadable)``: an item that could not be
   decoded; ``unreadable`` is set when its file could not be read past it.
@@ -26,19 +28,25 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
 from loopbreaker import incidents
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.signals import files
-from loopbreaker.signals.classify import Identity, screen
+from loopbreaker.signals.classify import screen
 from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode, is_bare_entry
 from loopbreaker.timeutil import parse_rfc3339
 
 QUIET, DELIVERY, ERROR = "quiet", "delivery", "error"
 Record = tuple[Any, ...]
+#: A QUIET record's entry id, or the (logName, timestamp) it is hashed from with the
+#: insertId.
+EntryKey = str | tuple[Any, Any]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 #: Records a child process sends at a time: large enough that a block costs one pipe
 #: write, small enough that the replay starts at once and memory stays a few MB.
@@ -46,9 +54,9 @@ BLOCK = 1024
 #: Inputs at least this large are read by a child process (when two cores are free):
 #: below it, starting the child costs more than it saves.
 CHILD_MIN_BYTES = 32 * 1024 * 1024
-#: Identities remembered to share one object among equal ones (a job's logs name a few
-#: hundred pods and nodes); past it the memory starts over.
-MAX_IDENTITIES = 4096
+#: Identities and log names remembered to share one object among equal ones (a job's
+#: logs name a few hundred pods and nodes); past it the memory starts over.
+MAX_SHARED = 4096
 #: The pipe's buffer (Linux): both processes keep working while a block is in transit.
 PIPE_BYTES = 4 * 1024 * 1024
 
@@ -72,7 +80,8 @@ def event_time(delivery: Delivery) -> datetime | None:
 
 def records(paths: Sequence[Path]) -> Iterator[Record]:
     """Every item of ``paths`` as a record, in order (in this process)."""
-    identities: dict[Identity, Identity] = {}
+    # Equal identities and log names as one object each (pickled once a block).
+    shared: dict[Any, Any] = {}
     for item in files.read(paths):
         if item.error is not None:
             unreadable = f"{item.path}: {item.error} (at {item.source})" if item.fatal else None
@@ -96,21 +105,42 @@ def records(paths: Sequence[Path]) -> Iterator[Record]:
         if quiet is None:
             yield DELIVERY, item.index, item.source, delivery or decode(value)
         else:
-            entry_id = incidents.entry_id(entry)
+            insert_id = quiet.insert_id
+            entry_key: EntryKey
+            if insert_id:
+                # The id is hashed by the replay: the two processes share the work.
+                log_name = entry.get("logName")
+                entry_key = (shared.setdefault(log_name, log_name), entry.get("timestamp"))
+            else:
+                entry_key = incidents.entry_id(entry)
             # The entry's own time, else the sink's or Pub/Sub's: what event_time() reads.
             moment = quiet.timestamp or event_time(delivery or decode(value))
-            identity = identities.setdefault(quiet.identity, quiet.identity)
-            if len(identities) > MAX_IDENTITIES:
-                identities.clear()
+            event_us = None if moment is None else (moment - _EPOCH) // _MICROSECOND
+            identity = shared.setdefault(quiet.identity, quiet.identity)
+            if len(shared) > MAX_SHARED:
+                shared.clear()
             yield (
                 QUIET,
                 item.index,
                 delivery.message_id if delivery else None,
-                entry_id,
-                moment,
+                entry_key,
+                event_us,
                 identity,
-                quiet.insert_id,
+                insert_id,
             )
+
+
+def moment(event_us: int | None) -> datetime | None:
+    """The event time of a QUIET record (UTC)."""
+    return None if event_us is None else _EPOCH + timedelta(microseconds=event_us)
+
+
+def entry_id(entry_key: EntryKey, insert_id: str | None) -> str:
+    """The dedup id of a QUIET record's entry (:func:`loopbreaker.incidents.entry_id`)."""
+    if isinstance(entry_key, str):
+        return entry_key
+    assert insert_id  # a key of two fields comes with the insertId
+    return incidents.keyed_entry_id(entry_key[0], entry_key[1], insert_id)
 
 
 @contextmanager

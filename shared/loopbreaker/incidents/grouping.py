@@ -21,6 +21,7 @@ from loopbreaker.incidents.records import (
     IncidentKey,
     Policy,
     State,
+    evolve,
 )
 from loopbreaker.model import (
     HOST_FAULT_KINDS,
@@ -185,8 +186,12 @@ def absorb(incident: Incident | None, arrival: Arrival) -> Absorbed:
         base = incident
         created = False
     keep = base.kept_signals < policy.max_signals
-    updated = replace(
-        _count(base, signal, arrival.event_time, now, keep),
+    updated = _count(
+        base,
+        signal,
+        arrival.event_time,
+        now,
+        keep,
         updated_at=max(base.updated_at, now),
         # Debounce: wait for the storm to calm down; a diagnosed incident is re-diagnosed.
         settle_at=now + policy.settle_time,
@@ -201,9 +206,15 @@ def absorb(incident: Incident | None, arrival: Arrival) -> Absorbed:
 
 
 def _count(
-    base: Incident, signal: Signal, event_time: datetime, arrived: datetime, keep: bool
+    base: Incident,
+    signal: Signal,
+    event_time: datetime,
+    arrived: datetime,
+    keep: bool,
+    **changes: Any,
 ) -> Incident:
-    """``base`` with one more signal counted: counts, span, names, location."""
+    """``base`` with one more signal counted (counts, span, names, location), and with
+    ``changes``."""
     counts = Counter(base.counts)
     counts[signal.kind.value] += 1
     host = signal.physical_host if signal.kind in HOST_FAULT_KINDS else None
@@ -213,7 +224,7 @@ def _count(
         location = signal.location or base.location
     else:
         location = base.location or signal.location
-    return replace(
+    return evolve(
         base,
         first_event=min(base.first_event, event_time),
         last_event=max(base.last_event, event_time),
@@ -229,6 +240,7 @@ def _count(
         workload_kinds=_add_first(base.workload_kinds, signal.workload_kind),
         location=location,
         signal_revision=base.signal_revision + 1,
+        **changes,
     )
 
 

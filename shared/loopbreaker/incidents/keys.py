@@ -89,10 +89,14 @@ def entry_id(entry: Mapping[str, Any]) -> str:
     """Dedup id of a LogEntry: insertId + logName + timestamp (the whole entry without one)."""
     insert_id = entry.get("insertId")
     if isinstance(insert_id, str) and insert_id:
-        stamp = entry.get("timestamp")
-        return "e-" + digest(escape_surrogates(f"{entry.get('logName')}\n{stamp}\n{insert_id}"))
+        return keyed_entry_id(entry.get("logName"), entry.get("timestamp"), insert_id)
     # ASCII (ensure_ascii): lone surrogates come out as escapes, never raw.
     return "e-" + digest(json.dumps(entry, sort_keys=True, default=str))
+
+
+def keyed_entry_id(log_name: object, timestamp: object, insert_id: str) -> str:
+    """:func:`entry_id` of an entry with an insertId, from the fields it is made of."""
+    return "e-" + digest(escape_surrogates(f"{log_name}\n{timestamp}\n{insert_id}"))
 
 
 def message_dedup_id(message_id: str) -> str:

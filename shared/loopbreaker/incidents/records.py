@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -725,3 +726,28 @@ class Incident:
                 else None
             ),
         )
+
+
+# Every field of Incident is set by its __init__ (no init=False, no __post_init__, no
+# __slots__): a copy of the instance's __dict__ with the changes is what replace() would
+# build, for a tenth of its cost (it calls __init__, which sets forty fields one by one
+# through object.__setattr__). Grouping evolves an incident on every signal of a storm.
+_INCIDENT_FIELDS = frozenset(f.name for f in dataclasses.fields(Incident))
+_EVOLVE_FAST = (
+    not hasattr(Incident, "__slots__")
+    and not hasattr(Incident, "__post_init__")
+    and all(f.init for f in dataclasses.fields(Incident))
+)
+
+
+def evolve(incident: Incident, **changes: Any) -> Incident:
+    """``dataclasses.replace(incident, **changes)``, faster."""
+    if not _EVOLVE_FAST or type(incident) is not Incident:
+        return replace(incident, **changes)
+    unknown = changes.keys() - _INCIDENT_FIELDS
+    if unknown:
+        raise TypeError(f"Incident has no field {sorted(unknown)[0]!r}")
+    evolved: Incident = object.__new__(Incident)
+    evolved.__dict__.update(incident.__dict__)
+    evolved.__dict__.update(changes)
+    return evolved

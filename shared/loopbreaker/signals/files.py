@@ -30,7 +30,8 @@ from loopbreaker.signals import decode
 #: The largest item read, in bytes of a line or characters of an array element: a Pub/Sub
 #: message holds at most 10 MB of data, 13.4 MB once base64 in an envelope.
 MAX_ITEM_SIZE = 32 * 1024 * 1024
-#: Characters read at a time from arrays and documents.
+#: Characters read at a time from arrays and documents, and bytes from files (a default
+#: 8 kB buffer would cost a system call every few lines).
 CHUNK = 1 << 20
 
 _WHITESPACE = " \t\r\n"
@@ -126,7 +127,7 @@ _Row = tuple[str, int, Any, "str | None", bool]
 
 def _read_file(path: Path, max_item_size: int, chunk: int) -> Iterator[_Row]:
     try:
-        with open(path, "rb") as raw:
+        with open(path, "rb", buffering=max(chunk, io.DEFAULT_BUFFER_SIZE)) as raw:
             first = _first_byte(raw)
             if first is None:
                 return
