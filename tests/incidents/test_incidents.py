@@ -251,6 +251,21 @@ def test_absorb_opens_then_counts_and_debounces() -> None:
     assert len(second.audit) == 1  # signals are not transitions
 
 
+def test_evolve_is_replace() -> None:
+    # Grouping evolves an incident on every signal by copying its fields; the copy must
+    # be what dataclasses.replace builds, equal, hashable alike, and refuse the same.
+    base = arrive(None, 0, 0, node="n1", node_pool="pool-a")
+    changes = {"signal_count": 7, "nodes": ("n1", "n9"), "settle_at": None, "revision": 3}
+    evolved = incidents.evolve(base, **changes)
+    assert evolved == replace(base, **changes) and evolved is not base
+    assert base.signal_count == 1  # the original is untouched
+    assert incidents.evolve(base) == base
+    with pytest.raises(TypeError, match="no_such_field"):
+        incidents.evolve(base, no_such_field=1)
+    with pytest.raises(AttributeError):
+        evolved.revision = 4  # type: ignore[misc]  # still frozen
+
+
 def test_absorb_keeps_at_most_max_signals_verbatim() -> None:
     policy = Policy(max_signals=2)
     incident = None

@@ -138,6 +138,7 @@ from loopbreaker.incidents.records import (
     Verdict,
     VerificationRecord,
     digest,
+    evolve,
     new_pause,
 )
 
@@ -200,6 +201,7 @@ __all__ = [
     "dedup_ids",
     "digest",
     "entry_id",
+    "evolve",
     "expire",
     "extends",
     "give_up",
