@@ -135,7 +135,7 @@ def run_replay(path: Path, scratch: Path) -> tuple[measure.Run, dict[str, Any]]:
         "LOOPBREAKER_PROJECT": PROJECT,
         "LOOPBREAKER_NOTIFIER": f"file:{scratch / 'notifications'}",
     }
-    done = measure.run([str(LOOPBREAKER), "replay", str(path), "--format", "json"], env=env)
+    done = measure.best([str(LOOPBREAKER), "replay", str(path), "--format", "json"], env=env)
     if done.code != 0:
         raise SystemExit(f"replay of {path} failed ({done.code})")
     return done, json.loads(done.stdout)
