@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from loopbreaker.diagnosis import engine, render
 from loopbreaker.diagnosis.queries import fill, templates_for
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import Context, Evidence, WorkloadKind
@@ -118,6 +117,7 @@ def collect_evidence(args: argparse.Namespace, context: Context) -> Evidence:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
+    from loopbreaker.diagnosis import engine, render
     from loopbreaker.diagnosis.scope import resolve
 
     asked = context_from_args(args)

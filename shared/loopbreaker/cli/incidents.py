@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loopbreaker.app.bootstrap import build_store
-from loopbreaker.app.replay import incident_summary
 from loopbreaker.app.settings import (
     PREFIX,
     Runtime,
@@ -99,11 +97,15 @@ def open_store(raw: str | None, settings: Settings) -> IncidentStore:
         assert spec.path is not None
         if not spec.path.is_file():
             raise InvalidInput(f"no incident store at {spec.path}")
+    from loopbreaker.app.bootstrap import build_store  # the clients of one store only
+
     return build_store(replace(settings, store=spec))
 
 
 def view(incident: Incident) -> dict[str, Any]:
     """The JSON of one incident, as ``incidents show --format json`` prints it."""
+    from loopbreaker.app.replay import incident_summary
+
     d = incident.diagnosis
     out = incident_summary(incident)
     out.update(

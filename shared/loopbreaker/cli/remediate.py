@@ -8,7 +8,6 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from loopbreaker.app.bootstrap import build_remediator
 from loopbreaker.app.remediation_executor import Report, Result
 from loopbreaker.app.settings import Runtime, load_settings
 from loopbreaker.cli.incidents import open_store
@@ -62,6 +61,8 @@ def run_remediate(args: argparse.Namespace) -> int:
                 f"incident {incident.id} is {incident.state.value}: only an approved incident "
                 "is remediated"
             )
+        from loopbreaker.app.bootstrap import build_remediator
+
         remediator = build_remediator(settings, store=store)
         report = remediator.handle(request_for(incident))
     finally:

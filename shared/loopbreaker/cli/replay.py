@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loopbreaker import logs
-from loopbreaker.app import replay
 from loopbreaker.app.settings import Runtime, load_settings
 from loopbreaker.model import WorkloadKind
 
@@ -60,6 +59,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    # Imported here: every command's start pays for what the modules import at the top.
+    from loopbreaker.app import replay
+
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
     if args.workload_kind:
         settings = dataclasses.replace(settings, workload_kind=WorkloadKind(args.workload_kind))
