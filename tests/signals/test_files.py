@@ -180,7 +180,9 @@ def test_an_item_over_the_size_limit_is_skipped_without_being_kept(tmp_path: Pat
     array.write_text(f'[{{"a": 1}}, {big}, {{"b": 2}}]')
     lines = tmp_path / "b.jsonl"
     lines.write_text(f'{{"a": 1}}\n{big}\n{{"b": 2}}\n')
-    for path in (array, lines):
+    array_lines = tmp_path / "c.json"  # one item a line: read as lines up to the big one
+    array_lines.write_text(f'[\n{{"a": 1}},\n{big},\n{{"b": 2}}\n]\n')
+    for path in (array, lines, array_lines):
         items = read(path, max_item_size=1000, chunk=100)
         assert [i.value for i in items] == [{"a": 1}, None, {"b": 2}]
         assert "over the limit" in (items[1].error or ""), items[1]
