@@ -45,6 +45,7 @@ from fakeservers.google_certs import CertsServer
 from harness.functions import FunctionServer, start_function
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from strategies import json_values
 
 from loopbreaker.app import replay
 from loopbreaker.app.chat_actions import REFUSAL_HEADER
@@ -145,13 +146,7 @@ _SCALARS = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12)
 )
-JSON_VALUES = st.recursive(
-    _SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+JSON_VALUES = json_values(scalars=_SCALARS, keys=st.text(max_size=6), max_leaves=8)
 
 
 def _with_surrogate(parts: tuple[str, str, str]) -> str:

@@ -8,6 +8,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import json_values
 
 from loopbreaker.errors import InvalidInput
 from loopbreaker.signals import decode
@@ -186,15 +187,7 @@ def test_type_names(value: object, name: str) -> None:
     assert decode.type_name(value) == name
 
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
+JSON = json_values(max_size=4, max_leaves=20)
 
 
 def _all_text(value: object) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import json_values
 
 from loopbreaker.errors import InvalidInput
 from loopbreaker.signals import files
@@ -236,15 +237,7 @@ def test_a_missing_path_is_bad_input_before_anything_is_read(tmp_path: Path) -> 
         files.expand([here, tmp_path / "nope.jsonl"])
 
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=10,
-)
+JSON = json_values()
 
 
 @settings(
