@@ -189,12 +189,15 @@ def test_an_item_over_the_size_limit_is_skipped_without_being_kept(tmp_path: Pat
         assert "over the limit" in (items[1].error or ""), items[1]
 
 
-def test_memory_is_bounded_by_the_window_not_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("separator", [",\n", ","], ids=["a line each", "all on one line"])
+def test_memory_is_bounded_by_the_window_not_the_file(tmp_path: Path, separator: str) -> None:
+    # All on one line, the file's first line is the whole file: telling an array from
+    # JSON Lines must not decode it.
     entry = {"insertId": "x", "textPayload": "y" * 500, "resource": {"labels": {"a": "b"}}}
     path = tmp_path / "big.json"
     with path.open("w") as out:
         out.write("[")
-        out.write(",\n".join(json.dumps({**entry, "insertId": str(i)}) for i in range(8000)))
+        out.write(separator.join(json.dumps({**entry, "insertId": str(i)}) for i in range(8000)))
         out.write("]")
     size = path.stat().st_size
     assert size > 4_000_000
@@ -443,3 +446,20 @@ def test_items_one_a_line_are_read_to_the_end_as_lines(layout: str) -> None:
     rows = list(lines.rows())
     assert len(rows) == len(texts) and lines.offset == -1
     assert [r[1] for r in rows] == list(range(len(texts)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['[\n{"a": 1},\n{"b": 2},\nNaN\n', '[{"a": 1}, {"b": 2}, NaN', '[{"a": 1},{"b": 2},"\\ud800"'],
+)
+def test_an_array_cut_after_a_refused_item_reads_the_same_in_any_layout(
+    tmp_path: Path, text: str
+) -> None:
+    # The refused item is an item like any other; the missing "]" is the one fatal row.
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    items = read(path)
+    assert [i.value for i in items[:2]] == [{"a": 1}, {"b": 2}]
+    assert items[2].error is not None and not items[2].fatal and items[2].position == 2
+    assert len(items) == 4 and items[3].fatal
+    assert "expected ',' or ']' after item 2, found the end of the file" in (items[3].error or "")

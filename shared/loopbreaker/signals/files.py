@@ -132,7 +132,7 @@ def _read_file(path: Path, max_item_size: int, chunk: int) -> Iterator[_Row]:
             if first is None:
                 return
             raw.seek(0)
-            if first == b"[" and not _lines_of_arrays(raw, max_item_size):
+            if first == b"[" and not _lines_of_arrays(raw, max_item_size, chunk):
                 raw.seek(0)
                 yield from _array(path, raw, max_item_size, chunk)
             else:
@@ -155,9 +155,13 @@ def _first_byte(raw: IO[bytes]) -> bytes | None:
     return None
 
 
-def _lines_of_arrays(raw: IO[bytes], max_item_size: int) -> bool:
+def _lines_of_arrays(raw: IO[bytes], max_item_size: int, chunk: int) -> bool:
     """Whether a file that starts with "[" is JSON Lines (its first line a whole value,
-    more lines after it) rather than one array."""
+    more lines after it) rather than one array. The first line is decoded only when
+    another follows it: an array on one line is often the whole file."""
+    if not _more_lines(raw, chunk):
+        return False
+    raw.seek(0)
     lines = _numbered_lines(raw, max_item_size)
     first = next(lines, None)
     if first is None or first[1] is None:
@@ -168,6 +172,21 @@ def _lines_of_arrays(raw: IO[bytes], max_item_size: int) -> bool:
         if exc.syntax or not _complete(first[1]):
             return False
     return next(lines, None) is not None
+
+
+def _more_lines(raw: IO[bytes], chunk: int) -> bool:
+    """Whether anything but white space follows the first line (read a chunk at a time,
+    nothing kept)."""
+    newline = False
+    while block := raw.read(chunk):
+        if not newline:
+            end = block.find(b"\n")
+            if end == -1:
+                continue
+            newline, block = True, block[end + 1 :]
+        if block.strip(_BYTES_WHITESPACE):
+            return True
+    return False
 
 
 # --- JSON Lines, or one document ----------------------------------------------------------
@@ -248,7 +267,7 @@ def _cut_at_line_end(line: bytes, pos: int) -> bool:
 
 
 def _document(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
-    window = _Window(raw, chunk, top_level=True)
+    window = _Window(raw, chunk)
     window.skip_whitespace()
     outcome = _value(window, max_item_size)
     if outcome.fatal:
@@ -277,7 +296,7 @@ _OPEN, _VALUE, _AFTER, _END = "open", "value", "after", "end"
 def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
     # Arrays written one item a line are read line by line, as JSON Lines are; the
     # first line that is laid out otherwise hands the rest to the general reader below.
-    lines = _ArrayLines(raw, max_item_size)
+    lines = _ArrayLines(raw, min(max_item_size, chunk))
     yield from lines.rows()
     if lines.expect == _END and lines.offset < 0:
         return
@@ -326,15 +345,16 @@ class _ArrayLines:
     for separators, which is most of what reading an array costs otherwise.
 
     :meth:`rows` stops at the first line laid out otherwise (an item over lines, two on
-    one line, a line over the size limit, a broken structure) and leaves where it
+    one line, a line longer than ``max_line``, a broken structure) and leaves where it
     stopped: ``offset`` (bytes; -1 when the file was read to its end), ``lines_before``,
     ``index`` and ``expect``, for the general reader to go on from. Items it refuses get
     the general reader's reasons: the full decoder reads them as that reader would.
+    ``max_line`` bounds what it holds: an array on one line is left to the window.
     """
 
-    def __init__(self, raw: IO[bytes], max_item_size: int) -> None:
+    def __init__(self, raw: IO[bytes], max_line: int) -> None:
         self._raw = raw
-        self._max = max_item_size
+        self._max = max_line
         self.offset = 0
         self.lines_before = 0
         self.index = 0
@@ -350,7 +370,7 @@ class _ArrayLines:
         while True:
             line = readline(limit)
             if not line or len(line) > self._max:
-                break  # the end, or an item for the general reader to skip
+                break  # the end, or a line too long to hold: the general reader reads on
             body = line.strip(_BYTES_WHITESPACE)
             if number == 0:
                 body = body.removeprefix(_BOM).lstrip(_BYTES_WHITESPACE)
@@ -526,9 +546,10 @@ def _skip(window: _Window, reason: str, max_item_size: int) -> _Outcome:
         if ended:
             return _Outcome(error=reason)
         if window.eof:
-            if window.top_level and scanner.depth == 0 and not scanner.in_string:
-                return _Outcome(error=reason)
-            return _Outcome(error=reason, fatal=True)
+            # A value that ends with the file is refused as itself; what should follow
+            # it (an array's "," or "]") is for the caller to find missing.
+            complete = size > 0 and scanner.depth == 0 and not scanner.in_string
+            return _Outcome(error=reason, fatal=not complete)
         window.fill()
 
 
@@ -577,9 +598,7 @@ class _Scanner:
 class _Window:
     """A window over a text stream: what is before ``pos`` is dropped on fill."""
 
-    def __init__(
-        self, raw: IO[bytes], chunk: int, *, top_level: bool = False, lines_before: int = 0
-    ) -> None:
+    def __init__(self, raw: IO[bytes], chunk: int, *, lines_before: int = 0) -> None:
         self._text = io.TextIOWrapper(
             raw, encoding="utf-8-sig", errors="surrogateescape", newline=""
         )
@@ -587,8 +606,6 @@ class _Window:
         self.buf = ""
         self.pos = 0
         self.eof = False
-        #: A document file (no enclosing array): a value may run to the end of the file.
-        self.top_level = top_level
         #: Lines dropped from the window so far (for positions in messages).
         self._lines_before = lines_before
         self.fill()
