@@ -357,3 +357,22 @@ def test_bad_live_flags_are_bad_input(
     err = capsys.readouterr().err
     assert words in err
     assert "Traceback" not in err
+
+
+def test_telemetry_lines_that_are_not_json_are_listed_with_the_reader_s_reason(
+    tmp_path: Path,
+) -> None:
+    entry = {
+        "logName": "projects/p/logs/stdout",
+        "resource": {"type": "k8s_container", "labels": {"cluster_name": "c"}},
+        "timestamp": "2026-05-20T08:00:00Z",
+        "textPayload": "step 1",
+    }
+    (tmp_path / "logs.jsonl").write_text(
+        json.dumps(entry) + "\nnot json\n" + '{"x": NaN}\n' + json.dumps(entry) + "\n"
+    )
+    files = load_directory(tmp_path)
+    assert files.rejected_entries == (
+        ("logs.jsonl:2", "not JSON: Expecting value (line 1 column 1)"),
+        ("logs.jsonl:3", "NaN, which is not JSON"),
+    )

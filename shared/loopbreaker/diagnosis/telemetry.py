@@ -177,7 +177,7 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
             if item.error is not None:
                 if item.fatal:
                     raise InvalidTelemetry(f"{item.location(name)}: {item.error}")
-                result.rejected.append((item.location(name), f"not JSON: {item.error}"))
+                result.rejected.append((item.location(name), item.error))
                 continue
             value = item.value
             try:
