@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopbreaker.errors import InvalidContext
-from loopbreaker.timeutil import MAX_YEAR, MIN_YEAR, fast_utc, format_rfc3339, parse_rfc3339
+from loopbreaker.timeutil import (
+    MAX_YEAR,
+    MIN_YEAR,
+    epoch_us,
+    fast_utc,
+    format_rfc3339,
+    from_epoch_us,
+    parse_rfc3339,
+)
 
 
 def slow(value: str) -> datetime | str:
@@ -89,3 +97,10 @@ def test_formatting_writes_what_strftime_wrote(moment: datetime, offset: int) ->
 def test_what_is_not_a_timestamp_is_refused_with_its_reason(value: str) -> None:
     with pytest.raises(InvalidContext):
         parse_rfc3339(value)
+
+
+@given(st.datetimes(timezones=st.just(UTC)))
+def test_epoch_microseconds_round_trip_exactly(moment: datetime) -> None:
+    us = epoch_us(moment)
+    assert isinstance(us, int) and from_epoch_us(us) == moment
+    assert from_epoch_us(us).tzinfo is UTC

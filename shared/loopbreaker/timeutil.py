@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from loopbreaker.errors import InvalidContext
 
@@ -86,6 +86,21 @@ def format_rfc3339(moment: datetime) -> str:
     # isoformat() writes what strftime("%Y-%m-%dT%H:%M:%S[.%f]") does for the years
     # accepted (four digits), several times faster: stores format every time they save.
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def epoch_us(moment: datetime) -> int:
+    """An aware datetime as exact integer microseconds since the epoch (a float would
+    round differently from one store to another)."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_epoch_us(value: int) -> datetime:
+    """:func:`epoch_us` back to an aware UTC datetime."""
+    return _EPOCH + value * _MICROSECOND
 
 
 def from_epoch(seconds: float) -> datetime:

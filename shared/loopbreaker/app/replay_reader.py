@@ -28,7 +28,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,16 +37,13 @@ from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.signals import files
 from loopbreaker.signals.classify import screen
 from loopbreaker.signals.envelope import Delivery, UndecodableMessage, decode, is_bare_entry
-from loopbreaker.timeutil import parse_rfc3339
+from loopbreaker.timeutil import epoch_us, from_epoch_us, parse_rfc3339
 
 QUIET, DELIVERY, ERROR = "quiet", "delivery", "error"
 Record = tuple[Any, ...]
 #: A QUIET record's entry id, or the (logName, timestamp) it is hashed from with the
 #: insertId.
 EntryKey = str | tuple[Any, Any]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 #: Records a child process sends at a time: large enough that a block costs one pipe
 #: write, small enough that the replay starts at once and memory stays a few MB.
@@ -115,7 +112,7 @@ def records(paths: Sequence[Path]) -> Iterator[Record]:
                 entry_key = incidents.entry_id(entry)
             # The entry's own time, else the sink's or Pub/Sub's: what event_time() reads.
             moment = quiet.timestamp or event_time(delivery or decode(value))
-            event_us = None if moment is None else (moment - _EPOCH) // _MICROSECOND
+            event_us = None if moment is None else epoch_us(moment)
             identity = shared.setdefault(quiet.identity, quiet.identity)
             if len(shared) > MAX_SHARED:
                 shared.clear()
@@ -132,7 +129,7 @@ def records(paths: Sequence[Path]) -> Iterator[Record]:
 
 def moment(event_us: int | None) -> datetime | None:
     """The event time of a QUIET record (UTC)."""
-    return None if event_us is None else _EPOCH + timedelta(microseconds=event_us)
+    return None if event_us is None else from_epoch_us(event_us)
 
 
 def entry_id(entry_key: EntryKey, insert_id: str | None) -> str:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NoReturn
 
@@ -26,7 +26,7 @@ from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, St
 from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.signals.decode import escape_surrogates
-from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
+from loopbreaker.timeutil import epoch_us, format_rfc3339, from_epoch_us, parse_rfc3339
 
 SCHEMA_VERSION = 1
 #: How long a connection waits for another writer before the operation counts as transient.
@@ -94,10 +94,6 @@ CREATE TABLE IF NOT EXISTS deletions (
 _TRANSIENT_MARKERS = ("locked", "busy")
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
 def _reraise(exc: sqlite3.OperationalError) -> NoReturn:
     """A busy or locked database is worth a retry; anything else is a real fault."""
     text = str(exc).lower()
@@ -114,15 +110,6 @@ def _t(text: str) -> str:
 
 def _opt(text: str | None) -> str | None:
     return None if text is None else escape_surrogates(text)
-
-
-def _us(moment: datetime) -> int:
-    # Exact integer microseconds: float epochs would round differently from Firestore.
-    return (moment - _EPOCH) // _MICROSECOND
-
-
-def _from_us(value: int) -> datetime:
-    return _EPOCH + value * _MICROSECOND
 
 
 class SqliteStore:
@@ -340,7 +327,7 @@ class SqliteStore:
                     (key,),
                 ).fetchall()
                 index = {
-                    r[0]: IndexEntry(r[0], _from_us(r[1]), _from_us(r[2]), State(r[3]))
+                    r[0]: IndexEntry(r[0], from_epoch_us(r[1]), from_epoch_us(r[2]), State(r[3]))
                     for r in rows
                 }
                 for deferred in self._deferred.values():
@@ -357,12 +344,12 @@ class SqliteStore:
                     candidates, arrival.event_time, arrival.policy.grouping_window
                 )
                 if target is None and arrival.join_only:
-                    self._dedup_add(db, ids, None, _us(arrival.now))
+                    self._dedup_add(db, ids, None, epoch_us(arrival.now))
                     return IngestResult(duplicate=False)
                 current = self._load(db, target) if target else None
                 absorbed = incidents.absorb(current, arrival)
                 self._save(db, absorbed.incident, deferrable=True)
-                self._dedup_add(db, ids, absorbed.incident.id, _us(arrival.now))
+                self._dedup_add(db, ids, absorbed.incident.id, epoch_us(arrival.now))
                 if absorbed.kept_signal is not None:
                     db.execute(
                         "INSERT INTO signals (incident_id, seq, data) VALUES (?, ?, ?)",
@@ -389,7 +376,7 @@ class SqliteStore:
                     for key in ids:
                         if key in memory:
                             return True
-                    at = _us(now)
+                    at = epoch_us(now)
                     for key in ids:
                         memory[key] = at
                     if self._in_batch:
@@ -402,7 +389,7 @@ class SqliteStore:
                 try:
                     inserted = self._conn.execute(
                         "INSERT OR IGNORE INTO dedup (id, incident_id, at) VALUES (?, NULL, ?)",
-                        (ids[0], _us(now)),
+                        (ids[0], epoch_us(now)),
                     ).rowcount
                 except sqlite3.OperationalError as exc:
                     _reraise(exc)
@@ -411,7 +398,7 @@ class SqliteStore:
             with self._transaction() as db:
                 if self._dedup_known(db, ids):
                     return True
-                self._dedup_add(db, ids, None, _us(now))
+                self._dedup_add(db, ids, None, epoch_us(now))
         except sqlite3.IntegrityError:
             # Only reachable if another writer slipped in a dedup key: same outcome.
             return True
@@ -451,7 +438,7 @@ class SqliteStore:
             rows = db.execute(
                 "SELECT id FROM incidents WHERE settle_at IS NOT NULL AND settle_at <= ? "
                 "ORDER BY settle_at, id LIMIT ?",
-                (_us(now), limit),
+                (epoch_us(now), limit),
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -460,7 +447,7 @@ class SqliteStore:
             rows = db.execute(
                 "SELECT id FROM incidents WHERE expires_at IS NOT NULL AND expires_at <= ? "
                 "ORDER BY expires_at, id LIMIT ?",
-                (_us(now), limit),
+                (epoch_us(now), limit),
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -517,7 +504,7 @@ class SqliteStore:
             )
 
     def prune(self, before: datetime) -> int:
-        cutoff = _us(before)
+        cutoff = epoch_us(before)
         with self._transaction() as db:
             pruned = db.execute("DELETE FROM dedup WHERE at < ?", (cutoff,)).rowcount
         if self._memory is not None:
@@ -532,7 +519,7 @@ class SqliteStore:
         with self._lock:
             row = self._conn.execute(
                 "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
-                (_t(cluster), _us(since)),
+                (_t(cluster), epoch_us(since)),
             ).fetchone()
         return int(row[0])
 
@@ -548,13 +535,13 @@ class SqliteStore:
                 return True
             (count,) = db.execute(
                 "SELECT COUNT(*) FROM deletions WHERE cluster = ? AND at >= ?",
-                (_t(cluster), _us(at - window)),
+                (_t(cluster), epoch_us(at - window)),
             ).fetchone()
             if count >= limit:
                 return False
             db.execute(
                 "INSERT INTO deletions (cluster, incident_id, at) VALUES (?, ?, ?)",
-                (_t(cluster), _t(incident_id), _us(at)),
+                (_t(cluster), _t(incident_id), epoch_us(at)),
             )
             return True
 
@@ -590,7 +577,7 @@ class SqliteStore:
             "INSERT OR REPLACE INTO pauses (id, at, resumed, data) VALUES (?, ?, ?, ?)",
             (
                 _t(record.id),
-                _us(record.at),
+                epoch_us(record.at),
                 0 if record.resumed_at is None else 1,
                 json.dumps(record.to_dict(), separators=(",", ":")),
             ),
@@ -661,11 +648,11 @@ class SqliteStore:
                 _t(str(incident.key)),
                 incident.state.value,
                 1 if incident.final else 0,
-                _us(incident.first_event),
-                _us(incident.last_event),
-                _us(incident.opened_at),
-                _us(incident.settle_at) if incident.settle_at else None,
-                _us(incident.expires_at) if incident.expires_at else None,
+                epoch_us(incident.first_event),
+                epoch_us(incident.last_event),
+                epoch_us(incident.opened_at),
+                epoch_us(incident.settle_at) if incident.settle_at else None,
+                epoch_us(incident.expires_at) if incident.expires_at else None,
                 json.dumps(incident.to_dict(), separators=(",", ":")),
             ),
         )
