@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
 
 from loopbreaker import logs
-from loopbreaker.app.responder import Responder, Status
+from loopbreaker.app.responder import Responder, SettleReport, Status
 from loopbreaker.app.settings import Settings
 from loopbreaker.diagnosis import engine
 from loopbreaker.diagnosis.evidence import QueryBudget
@@ -476,3 +477,25 @@ def test_a_misconfigured_notifier_is_logged_once_and_never_loses_the_diagnosis(
         if d.get("event") == "notifier_misconfigured"
     ]
     assert len(misconfigured) == 1 and "invalid_auth" in misconfigured[0]["message"]
+
+
+def test_settle_reports_add_up_field_by_field() -> None:
+    # A replay settles in passes; every field of each pass must reach its summary
+    # (verifications included), whatever fields the report grows.
+    names = [f.name for f in dataclasses.fields(SettleReport)]
+
+    def report(tag: str, count: int) -> SettleReport:
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(SettleReport):
+            values[f.name] = count if f.type in ("int", int) else [f"{tag}-{f.name}"]
+        return SettleReport(**values)  # type: ignore[arg-type]
+
+    total = report("a", 2)
+    total.add(report("b", 3))
+    merged = total.to_dict()
+    assert sorted(merged) == sorted(names)
+    for name in names:
+        if name == "pruned":
+            assert merged[name] == 5
+        else:
+            assert merged[name] == [f"a-{name}", f"b-{name}"], name

@@ -277,11 +277,7 @@ def _settle_all(responder: Responder) -> SettleReport:
     total = SettleReport()
     for _ in range(MAX_SETTLE_PASSES):
         report = responder.settle()
-        total.diagnosed += report.diagnosed
-        total.expired += report.expired
-        total.notified += report.notified
-        total.failed += report.failed
-        total.pruned += report.pruned
+        total.add(report)
         if not report.diagnosed and not report.expired:
             break
     return total

@@ -129,6 +129,15 @@ class SettleReport:
     verified: list[str] = field(default_factory=list)
     recurred: list[str] = field(default_factory=list)
 
+    def add(self, other: SettleReport) -> None:
+        """Count ``other``'s run in this one (a replay settles in several passes)."""
+        for name in self.__dataclass_fields__:
+            mine = getattr(self, name)
+            if isinstance(mine, list):
+                mine.extend(getattr(other, name))
+            else:
+                setattr(self, name, mine + getattr(other, name))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "diagnosed": self.diagnosed,
