@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
 
+from loopbreaker.app import responder as responder_module
 from loopbreaker.app.alert_webhook import AlertWebhook
 from loopbreaker.app.responder import Responder
 from loopbreaker.app.settings import Settings
@@ -371,3 +372,20 @@ def test_a_transient_store_failure_is_503_and_the_retry_counts_each_alert_once()
     assert retried.status == 200
     assert sorted(i.key.name for i in store.list_incidents()) == [f"{NS}/{JOB}", f"{NS}/other-job"]
     assert all(i.signal_count == 1 for i in store.list_incidents())
+
+
+def test_many_alert_names_are_each_answered_with_their_own_name(store: IncidentStore) -> None:
+    # Ignored outcomes without a messageId are shared per name and reason, but only the
+    # first few: alert names are the sender's, and a long-lived instance must not keep
+    # one for every name it was ever sent.
+    hook, _ = webhook(store)
+    names = [f"Other{n}" for n in range(3 * responder_module.MAX_SHARED_OUTCOMES)]
+    alerts = [
+        alert({"alertname": name, "severity": "none"}, fingerprint=f"{n:04x}")
+        for n, name in enumerate(names)
+    ]
+    reply = hook.handle(BEARER, payload(*alerts))
+    assert reply.status == 200
+    assert [a["outcome"] for a in reply.body["alerts"]] == ["ignored"] * len(names)
+    assert [a["alertname"] for a in reply.body["alerts"]] == names
+    assert len(responder_module._IGNORED_WITHOUT_ID) <= responder_module.MAX_SHARED_OUTCOMES

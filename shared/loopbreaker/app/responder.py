@@ -109,6 +109,8 @@ class Outcome:
     reason: str | None = None
 
 
+#: Ignored outcomes without a messageId kept to be shared (one per kind and reason).
+MAX_SHARED_OUTCOMES = 64
 _IGNORED_WITHOUT_ID: dict[tuple[str, str], Outcome] = {}
 
 #: An approval whose remediation request is still unpublished this long after the
@@ -392,10 +394,15 @@ class Responder:
                 **fields,
             )
         if message_id is None:
-            # Outcomes are immutable: a replay's many entries without a messageId share one.
-            return _IGNORED_WITHOUT_ID.setdefault(
-                (kind, reason), Outcome(Status.IGNORED, None, kind=kind, reason=reason)
-            )
+            # Outcomes are immutable: a replay's many entries without a messageId share
+            # one. Alert names are the sender's: only the first few are kept.
+            shared = _IGNORED_WITHOUT_ID.get((kind, reason))
+            if shared is not None:
+                return shared
+            outcome = Outcome(Status.IGNORED, None, kind=kind, reason=reason)
+            if len(_IGNORED_WITHOUT_ID) < MAX_SHARED_OUTCOMES:
+                _IGNORED_WITHOUT_ID[(kind, reason)] = outcome
+            return outcome
         return Outcome(Status.IGNORED, message_id, kind=kind, reason=reason)
 
     def _duplicate(
