@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import KUBEFLOW_CHIEF_TYPES, Signal, SignalKind, WorkloadKind
+from loopbreaker.signals.decode import type_name as _type_name
 from loopbreaker.timeutil import parse_rfc3339
 
 MAX_EXCERPT = 300
@@ -893,14 +894,3 @@ def _opt_str(mapping: Mapping[str, Any], key: str, where: str) -> str | None:
         raise InvalidLogEntry(f"'{where}' must be a string, got {_type_name(value)}")
     return value
 
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "an array",
-    }.get(type(value), type(value).__name__)
