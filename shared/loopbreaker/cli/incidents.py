@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     commands = parser.add_subparsers(dest="incidents_command", metavar="COMMAND")
     commands.required = True
     listing = commands.add_parser("list", help="incidents, most recently opened first")
-    _store_option(listing)
+    store_option(listing)
     listing.add_argument(
         "--state", choices=[s.value for s in State], help="only incidents in this state"
     )
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     listing.set_defaults(handler=run_list)
     show = commands.add_parser("show", help="one incident with its audit trail")
     show.add_argument("id", metavar="ID", help="incident id (inc-…)")
-    _store_option(show)
+    store_option(show)
     show.add_argument("--format", choices=("text", "json"), default="text")
     show.set_defaults(handler=run_show)
     report = commands.add_parser(
@@ -64,22 +64,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report.add_argument(
         "--since", default="30d", metavar="DURATION", help="how far back (default: 30d)"
     )
-    _store_option(report)
+    store_option(report)
     report.add_argument("--format", choices=("text", "json"), default="text")
     report.set_defaults(handler=run_report)
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
+def store_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--store`` option of every subcommand that reads the store."""
     parser.add_argument(
         "--store",
         metavar="S",
         help=f"sqlite:PATH, a SQLite file, or firestore (default: {PREFIX}STORE, else the "
         "local store .loopbreaker/incidents.sqlite)",
     )
-
-
-#: The ``--store`` option, for the other subcommands that read the store.
-store_option = _store_option
 
 
 def open_store(raw: str | None, settings: Settings) -> IncidentStore:

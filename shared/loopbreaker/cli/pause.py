@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from loopbreaker.app.settings import Runtime, load_settings, parse_duration
 from loopbreaker.cli.incidents import open_store, store_option
 from loopbreaker.errors import InvalidContext, InvalidInput
-from loopbreaker.incidents import PauseRecord, new_pause
+from loopbreaker.incidents import new_pause
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 
@@ -78,10 +78,6 @@ def parse_until(raw: str, now: datetime) -> datetime:
         ) from exc
 
 
-def describe(pause: PauseRecord) -> dict[str, object]:
-    return pause.to_dict()
-
-
 def run_pause(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
     now = datetime.now(UTC)
@@ -93,7 +89,7 @@ def run_pause(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.format == "json":
-        print(json.dumps({"paused": describe(held or record), "already": held is not None}))
+        print(json.dumps({"paused": (held or record).to_dict(), "already": held is not None}))
         return 0 if held is None else 1
     if held is not None:
         print(f"already {held.describe()}; nothing changed (resume first to change it)")
@@ -112,7 +108,7 @@ def run_resume(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.format == "json":
-        print(json.dumps({"resumed": describe(ended) if ended else None}))
+        print(json.dumps({"resumed": ended.to_dict() if ended else None}))
         return 0 if ended else 1
     if ended is None:
         print("remediation was not paused; nothing changed")

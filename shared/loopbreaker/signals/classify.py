@@ -893,4 +893,3 @@ def _opt_str(mapping: Mapping[str, Any], key: str, where: str) -> str | None:
     if not isinstance(value, str):
         raise InvalidLogEntry(f"'{where}' must be a string, got {_type_name(value)}")
     return value
-

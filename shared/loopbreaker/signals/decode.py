@@ -182,14 +182,6 @@ def check(value: object, *, what: str = "", max_depth: int = MAX_DEPTH) -> None:
         raise InvalidJson(_say(what, problem))
 
 
-def check_text(value: str, *, what: str = "") -> str:
-    """``value`` itself when it is valid Unicode text; InvalidJson for a lone surrogate."""
-    found = _SURROGATE.search(value)
-    if found is not None:
-        raise InvalidJson(_say(what, f"holds a lone surrogate {_escaped(found.group())}"))
-    return value
-
-
 def escape_surrogates(text: str) -> str:
     """``text`` with every lone surrogate written as ``\\udXXX``: always valid UTF-8, and
     the same text always gives the same result (so keys made of it still match)."""
