@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -54,18 +56,40 @@ def test_a_replay_read_by_a_child_process_is_the_same_replay(mixed: list[Path]) 
     assert json.dumps(summaries[0], sort_keys=True) == json.dumps(summaries[1], sort_keys=True)
 
 
-def test_a_reader_process_that_fails_is_an_error_naming_why(tmp_path: Path) -> None:
-    # The replay checks its paths first; a child that cannot read one anyway (the file
-    # went meanwhile) fails, and the replay says so with the child's last words.
-    gone = tmp_path / "gone.jsonl"
+def test_a_reader_process_that_dies_is_an_error_naming_why(tmp_path: Path) -> None:
+    # Killed half way (the OOM killer, a signal): the replay fails and says so, never
+    # ends as if the input were shorter.
+    path = tmp_path / "many.jsonl"
+    entry = json.dumps({"resource": {"type": "global"}, "textPayload": "x"})
+    # More records than the pipe holds: the child is still there when it is killed.
+    path.write_text((entry + "\n") * 100_000)
     with (
         pytest.raises(RuntimeError) as caught,
-        replay_reader.read([gone], child=True) as records,
+        replay_reader.read([path], child=True) as records,
     ):
+        next(records)
+        me = os.getpid()
+        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+        # Other tests' servers may be children too: the reader is the one running it.
+        [child] = [
+            c for c in children if b"replay_reader" in Path(f"/proc/{c}/cmdline").read_bytes()
+        ]
+        os.kill(int(child), signal.SIGKILL)
         list(records)
-    words = str(caught.value)
-    assert "reader process failed: it exited with status 1" in words
-    assert "cannot read" in words and "gone.jsonl" in words
+    assert "reader process failed" in str(caught.value)
+    assert "status -9" in str(caught.value)
+
+
+def test_a_file_gone_after_the_check_is_unreadable_in_either_reader(tmp_path: Path) -> None:
+    # The replay checks its paths first; a file that goes meanwhile is reported where it
+    # would have been read, and the rest is read.
+    gone, kept = tmp_path / "gone.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text('{"a": 1}\n')
+    for child in (False, True):
+        with replay_reader.read([gone, kept], child=child) as records:
+            got = list(records)
+        assert got[0][0] == ERROR and "cannot read" in got[0][5] and "gone.jsonl" in got[0][5]
+        assert [r[0] for r in got[1:]] == [DELIVERY]
 
 
 def test_the_default_reads_small_inputs_in_process(mixed: list[Path]) -> None:

@@ -76,10 +76,11 @@ def event_time(delivery: Delivery) -> datetime | None:
 
 
 def records(paths: Sequence[Path]) -> Iterator[Record]:
-    """Every item of ``paths`` as a record, in order (in this process)."""
+    """Every item of ``paths`` (files, already expanded) as a record, in order (in this
+    process)."""
     # Equal identities and log names as one object each (pickled once a block).
     shared: dict[Any, Any] = {}
-    for item in files.read(paths):
+    for item in files.read_files(paths):
         if item.error is not None:
             unreadable = f"{item.path}: {item.error} (at {item.source})" if item.fatal else None
             yield ERROR, item.index, item.source, item.error, None, unreadable

@@ -105,8 +105,15 @@ def read(
     paths: Sequence[Path], *, max_item_size: int = MAX_ITEM_SIZE, chunk: int = CHUNK
 ) -> Iterator[Item]:
     """Every item of every path, in order (directories as the sink layout)."""
+    return read_files(expand(paths), max_item_size=max_item_size, chunk=chunk)
+
+
+def read_files(
+    paths: Sequence[Path], *, max_item_size: int = MAX_ITEM_SIZE, chunk: int = CHUNK
+) -> Iterator[Item]:
+    """Every item of files already :func:`expand`-ed, in order."""
     index = 0
-    for path in expand(paths):
+    for path in paths:
         for mark, position, value, error, fatal in _read_file(path, max_item_size, chunk):
             yield Item(index, path, mark, position, value, error, fatal)
             index += 1
@@ -134,10 +141,10 @@ def _read_file(path: Path, max_item_size: int, chunk: int) -> Iterator[_Row]:
             raw.seek(0)
             if first == b"[" and not _lines_of_arrays(raw, max_item_size, chunk):
                 raw.seek(0)
-                yield from _array(path, raw, max_item_size, chunk)
+                yield from _array(raw, max_item_size, chunk)
             else:
                 raw.seek(0)
-                yield from _lines_or_document(path, raw, max_item_size, chunk)
+                yield from _lines_or_document(raw, max_item_size, chunk)
     except OSError as exc:
         yield "", 0, None, f"cannot read {path}: {exc}", True
 
@@ -194,9 +201,7 @@ def _more_lines(raw: IO[bytes], chunk: int) -> bool:
 _Line = tuple[int, "bytes | None", "str | None"]
 
 
-def _lines_or_document(
-    path: Path, raw: IO[bytes], max_item_size: int, chunk: int
-) -> Iterator[_Row]:
+def _lines_or_document(raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
     lines = _numbered_lines(raw, max_item_size)
     first = next(lines, None)
     if first is None:
@@ -210,7 +215,7 @@ def _lines_or_document(
             if _cut_at_line_end(data, exc.pos) if exc.syntax else not _complete(data):
                 # Not one JSON value per line: one document spread over lines.
                 raw.seek(0)
-                yield from _document(path, raw, max_item_size, chunk)
+                yield from _document(raw, max_item_size, chunk)
                 return
             why = exc.reason
     second = next(lines, None)
@@ -266,7 +271,7 @@ def _cut_at_line_end(line: bytes, pos: int) -> bool:
     return text.lstrip(_WHITESPACE).startswith("{") and pos >= len(body)
 
 
-def _document(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
+def _document(raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
     window = _Window(raw, chunk)
     window.skip_whitespace()
     outcome = _value(window, max_item_size)
@@ -293,7 +298,7 @@ def _document(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Ite
 _OPEN, _VALUE, _AFTER, _END = "open", "value", "after", "end"
 
 
-def _array(path: Path, raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
+def _array(raw: IO[bytes], max_item_size: int, chunk: int) -> Iterator[_Row]:
     # Arrays written one item a line are read line by line, as JSON Lines are; the
     # first line that is laid out otherwise hands the rest to the general reader below.
     lines = _ArrayLines(raw, min(max_item_size, chunk))
