@@ -172,8 +172,10 @@ def signal_in_scope(sig: Signal, ctx: Context, other_clusters: Iterable[str]) ->
     return True
 
 
-def pod_in_scope(pod: PodInfo, ctx: Context, other_clusters: Iterable[str]) -> bool:
-    if ctx.namespace and pod.namespace and pod.namespace != ctx.namespace:
+def pod_in_scope(
+    pod: PodInfo, ctx: Context, other_clusters: Iterable[str], *, any_namespace: bool = False
+) -> bool:
+    if not any_namespace and ctx.namespace and pod.namespace and pod.namespace != ctx.namespace:
         return False
     if pod.workload == ctx.workload and pod.workload_kind not in (None, ctx.workload_kind.value):
         return False
@@ -216,7 +218,7 @@ def scope(ctx: Context, ev: Evidence) -> Evidence:
             p
             for p in ev.pods
             if pod_in_scope(p, ctx, others)
-            or (preemptors.pod(p) and pod_in_scope(replace(p, namespace=None), ctx, others))
+            or (preemptors.pod(p) and pod_in_scope(p, ctx, others, any_namespace=True))
         )
     )
     return replace(
