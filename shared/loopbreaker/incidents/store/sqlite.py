@@ -191,29 +191,22 @@ class SqliteStore:
             self._in_batch = True
             try:
                 yield
-            except BaseException:
-                self._in_batch = False
-                self._conn.execute("ROLLBACK")
-                self._forget_batch_keys()
-                raise
-            try:
                 self._write_deferred()
             except BaseException:
                 self._in_batch = False
-                self._conn.execute("ROLLBACK")
-                self._forget_batch_keys()
+                self._roll_back_batch()
                 raise
             self._in_batch = False
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.OperationalError as exc:
-                self._conn.execute("ROLLBACK")
-                self._forget_batch_keys()
+                self._roll_back_batch()
                 _reraise(exc)
             self._batch_keys.clear()
 
-    def _forget_batch_keys(self) -> None:
-        """The batch rolled back: what it kept outside the database goes too."""
+    def _roll_back_batch(self) -> None:
+        """Undo the batch: its writes, and what it kept outside the database."""
+        self._conn.execute("ROLLBACK")
         if self._memory is not None:
             for key in self._batch_keys:
                 self._memory.pop(key, None)
