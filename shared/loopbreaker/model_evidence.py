@@ -1,0 +1,229 @@
+"""The evidence the diagnosis reads: samples, series, nodes, pods and where each came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loopbreaker.model import Signal
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: datetime
+    value: float
+
+
+@dataclass(frozen=True)
+class Series:
+    """Raw samples of one time series, as a range-vector selector returns them."""
+
+    metric: str
+    labels: Mapping[str, str]
+    samples: tuple[Sample, ...]
+
+
+#: GKE node labels with the parts of a VM's place (GKE sets them where Compute Engine
+#: reports a topology: A3/A4 GPU families, TPUs, compact placement).
+TOPOLOGY_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
+TOPOLOGY_SUBBLOCK_LABEL = "cloud.google.com/gce-topology-subblock"
+TOPOLOGY_HOST_LABEL = "cloud.google.com/gce-topology-host"
+
+
+@dataclass(frozen=True)
+class HostPlace:
+    """Where a VM runs, as Compute Engine reports it: block, sub-block and host ids.
+
+    ``resourceStatus.physicalHostTopology`` gives the parts as fields; older responses
+    give ``resourceStatus.physicalHost`` as one opaque id, newer ones as
+    ``blockId/subBlockId/hostId`` (with or without a leading slash). The host id alone
+    names the machine; block and sub-block say where it stands.
+    """
+
+    host: str
+    block: str | None = None
+    subblock: str | None = None
+
+    @classmethod
+    def parse(
+        cls, physical_host: str | None, topology: Mapping[str, Any] | None = None
+    ) -> HostPlace | None:
+        topo = topology or {}
+        host = topo.get("host")
+        if isinstance(host, str) and host:
+            block, subblock = topo.get("block"), topo.get("subblock") or topo.get("subBlock")
+            return cls(
+                host,
+                block if isinstance(block, str) and block else None,
+                subblock if isinstance(subblock, str) and subblock else None,
+            )
+        if not physical_host:
+            return None
+        parts = [p for p in physical_host.strip().strip("/").split("/") if p]
+        if len(parts) == 3:
+            return cls(parts[2], parts[0], parts[1])
+        return cls(physical_host.strip()) if parts else None
+
+    @classmethod
+    def from_labels(cls, labels: Mapping[str, str]) -> HostPlace | None:
+        host = labels.get(TOPOLOGY_HOST_LABEL)
+        if not host:
+            return None
+        return cls(
+            host,
+            labels.get(TOPOLOGY_BLOCK_LABEL) or None,
+            labels.get(TOPOLOGY_SUBBLOCK_LABEL) or None,
+        )
+
+    def differences(self, other: HostPlace) -> list[str]:
+        """The parts both know that differ, as ``part: ours != theirs``."""
+        out = []
+        for part in ("block", "subblock", "host"):
+            mine, theirs = getattr(self, part), getattr(other, part)
+            if mine is not None and theirs is not None and mine != theirs:
+                out.append(f"{part} {theirs} (expected {mine})")
+        return out
+
+
+@dataclass(frozen=True)
+class NodeCondition:
+    """One of a node's pressure conditions (``MemoryPressure``, ``DiskPressure``...)."""
+
+    type: str
+    status: bool | None
+    since: datetime | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    node_pool: str | None = None
+    physical_host: str | None = None
+    zone: str | None = None
+    instance: str | None = None
+    project: str | None = None
+    ready: bool | None = None
+    spot: bool = False
+    #: The VM's numeric id (GKE's ``container.googleapis.com/instance_id`` annotation).
+    instance_id: str | None = None
+    #: Its ``MemoryPressure``, ``DiskPressure`` and ``PIDPressure`` conditions.
+    pressure: tuple[NodeCondition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Termination:
+    """How a container ended (``state.terminated`` or ``lastState.terminated``)."""
+
+    reason: str | None
+    exit_code: int | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """One container of a pod: its image, memory limit and how it last stopped."""
+
+    name: str
+    image: str | None = None
+    #: ``resources.limits.memory`` in bytes, None when the container has no limit.
+    memory_limit: float | None = None
+    terminated: Termination | None = None
+    last_terminated: Termination | None = None
+    waiting_reason: str | None = None
+    waiting_message: str | None = None
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    name: str
+    namespace: str | None = None
+    phase: str | None = None
+    node: str | None = None
+    workload: str | None = None
+    coordinator: bool | None = None
+    unschedulable: bool = False
+    #: Kubeflow replica type, lower case (``chief``, ``master``, ``worker``, ``ps``).
+    replica_type: str | None = None
+    message: str | None = None
+    #: The controller kind its labels name (``jobset``, ``tfjob``...), None when unknown.
+    workload_kind: str | None = None
+    uid: str | None = None
+    priority_class: str | None = None
+    priority: int | None = None
+    #: ``status.reason`` / ``status.message`` (``Evicted`` and the kubelet's explanation).
+    status_reason: str | None = None
+    status_message: str | None = None
+    containers: tuple[ContainerInfo, ...] = ()
+    #: The ``DisruptionTarget`` condition: why and when Kubernetes took the pod down.
+    disruption_reason: str | None = None
+    disruption_at: datetime | None = None
+    #: When it was bound to its node (``PodScheduled`` True).
+    scheduled_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class HostFailureRecord:
+    """A failure of a host remembered from an earlier incident."""
+
+    host: str
+    node: str | None
+    at: datetime
+    incident_id: str | None = None
+
+
+class EvidenceKind(StrEnum):
+    RESTARTS = "restarts"
+    INTERRUPTIONS = "interruptions"
+    NODE_CONDITIONS = "node_conditions"
+    POD_PHASES = "pod_phases"
+    UNSCHEDULABLE = "unschedulable"
+    LOGS = "logs"
+    NODES = "nodes"
+    PODS = "pods"
+    POD_REASONS = "pod_reasons"
+    MEMORY = "memory"
+    POD_INFO = "pod_info"
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """Where a kind of evidence came from, or why it is missing."""
+
+    source: str
+    available: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the decision engine looks at. ``None`` means unavailable, not empty."""
+
+    restarts: tuple[Series, ...] | None = None
+    interruptions: tuple[Series, ...] | None = None
+    node_conditions: tuple[Series, ...] | None = None
+    pod_phases: tuple[Series, ...] | None = None
+    unschedulable: tuple[Series, ...] | None = None
+    signals: tuple[Signal, ...] | None = None
+    nodes: tuple[NodeInfo, ...] | None = None
+    pods: tuple[PodInfo, ...] | None = None
+    #: kube-state-metrics reasons: ``kube_pod_container_status_(last_)terminated_reason``,
+    #: ``..._waiting_reason``, ``kube_pod_status_reason``.
+    pod_reasons: tuple[Series, ...] | None = None
+    #: ``container_memory_working_set_bytes`` and ``kube_pod_container_resource_limits``.
+    memory: tuple[Series, ...] | None = None
+    #: ``kube_pod_info`` (uid, node, priority class of each pod).
+    pod_info: tuple[Series, ...] | None = None
+    host_history: tuple[HostFailureRecord, ...] = ()
+    sources: Mapping[EvidenceKind, SourceStatus] = field(default_factory=dict)
+    #: Log entries that could not be read, as (where, reason).
+    rejected_entries: tuple[tuple[str, str], ...] = ()
+
+    def source_of(self, kind: EvidenceKind) -> str | None:
+        status = self.sources.get(kind)
+        return status.source if status and status.available else None
