@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "shared" / "loopbreaker"
 #: The patterns of local.bundle_patterns, relative to the library directory.
-PATTERNS = ("**/*.py", "py.typed")
+PATTERNS = ("**/*.py", "py.typed", "signals/catalog/*.toml")
 
 
 def library_files() -> list[Path]:

@@ -493,3 +493,13 @@ def test_every_package_has_a_place_in_the_architecture_doc() -> None:
     package = ROOT / "shared" / "loopbreaker"
     for unit in sorted(p.name for p in package.iterdir() if (p / "__init__.py").exists()):
         assert f"`{unit}/`" in text, unit
+
+
+def test_the_signals_page_lists_the_catalog_as_it_is() -> None:
+    from loopbreaker.signals import catalog
+
+    on_disk = (ROOT / catalog.DOC_FILE).read_text(encoding="utf-8")
+    expected = catalog.markdown(catalog.load())
+    assert on_disk == expected, (
+        "run: python -m loopbreaker.signals.catalog --markdown > docs/signals.md"
+    )

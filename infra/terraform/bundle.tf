@@ -7,7 +7,7 @@ locals {
   functions_dir = "${path.module}/../../functions"
   library_dir   = "${path.module}/../../shared/loopbreaker"
   # Relative to local.library_dir; mirrored by PATTERNS in infra/bundle.py.
-  bundle_patterns = ["**/*.py", "py.typed"]
+  bundle_patterns = ["**/*.py", "py.typed", "signals/catalog/*.toml"]
 
   library_files = sort(distinct(flatten([
     for pattern in local.bundle_patterns : tolist(fileset(local.library_dir, pattern))

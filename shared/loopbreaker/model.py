@@ -138,6 +138,10 @@ WORKLOAD_FAULT_KINDS = frozenset(
         SignalKind.WORKER_CRASH,
         SignalKind.DIST_BACKEND_ERROR,
         SignalKind.MEGASCALE_HANG,
+        SignalKind.NCCL_ERROR,
+        SignalKind.COORDINATION_TIMEOUT,
+        SignalKind.TPU_RUNTIME_ERROR,
+        SignalKind.GPU_APPLICATION_ERROR,
     }
 )
 #: Kinds that say Kubernetes stopped the workload's pods for a reason of the workload's
@@ -151,6 +155,10 @@ POD_FAULT_KINDS = frozenset(
         SignalKind.IMAGE_PULL_FAILED,
     }
 )
+#: Kinds that say the accelerator ran out of its own memory (a cause of its own).
+ACCELERATOR_MEMORY_KINDS = frozenset({SignalKind.GPU_OUT_OF_MEMORY})
+#: Kinds kept as evidence that decide nothing on their own (an Xid of unknown class).
+EVIDENCE_ONLY_KINDS = frozenset({SignalKind.GPU_ERROR})
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,8 @@ class Signal:
     related_pod: str | None = None
     related_uid: str | None = None
     excerpt: str = ""
+    #: The catalog signature that named the kind (``nvidia.xid``), None for alerts.
+    signature: str | None = None
     insert_id: str | None = None
     log_name: str | None = None
     resource_type: str | None = None

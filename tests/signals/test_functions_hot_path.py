@@ -1,8 +1,8 @@
-"""The per-entry hot path's shortcuts in classify.py give exactly the slow path's answers.
+"""The per-entry hot path's shortcuts give exactly the slow path's answers.
 
-classify() skips a rule's regex unless one of its literals is present and starts the
-search at the first literal (``_search_start``), and builds Signals without the
-dataclass __init__ (``_new_signal``). Both are checked here against the plain forms.
+The classifier skips a signature's regex unless one of the literals derived from it is in
+the line (``signals/matching.py``), and builds Signals without the dataclass __init__
+(``_new_signal``). Both are checked here against the plain forms.
 """
 
 from __future__ import annotations
@@ -19,10 +19,16 @@ from hypothesis import strategies as st
 
 from loopbreaker.errors import InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
+from loopbreaker.signals import catalog, matching
 from loopbreaker.signals import classify as C
 
 FIXTURES = sorted((Path(__file__).parents[1] / "data" / "signals").glob("*.json"))
+# Every catalog example's text, cut in two, so the shortcuts meet each signature.
+_EXAMPLES = [e.text for s in catalog.load().text() for e in s.examples if e.text]
 FRAGMENTS = [
+    *(t[: len(t) // 2] for t in _EXAMPLES),
+    *(t[len(t) // 2 :] for t in _EXAMPLES),
+    *_EXAMPLES,
     "PreemptionEvent",
     "xPreemptionEvent",
     "MaintenanceEvent",
@@ -71,33 +77,21 @@ FRAGMENTS = [
 
 
 def plain_rules(resource_type: str | None, text: str) -> tuple[SignalKind, str] | None:
-    """The rule loop without the literal shortcuts."""
-    for kind, pattern, for_containers in C._TEXT_RULES:
-        if resource_type == "k8s_container" and not for_containers:
+    """The catalog's text signatures in order, each searched: no literal shortcuts."""
+    container = resource_type == "k8s_container"
+    for sig in catalog.load().text():
+        if not sig.applies_to(container) or sig.pattern is None:
             continue
-        match = pattern.search(text)
-        if match is not None:
-            return kind, C._line_around(text, match.start())
+        found = sig.pattern.search(text)
+        if found is not None:
+            match = matching._text_match(sig, text, found)
+            return match.kind, match.line
     return None
 
 
 def fast_rules(resource_type: str | None, text: str) -> tuple[SignalKind, str] | None:
-    kind, line, _ = C._classify_payload(resource_type, text, None, None, _blank())
-    return None if kind is SignalKind.UNRECOGNIZED else (_base_kind(kind, text), line)
-
-
-def _blank() -> dict[str, object]:
-    return {"node": None, "zone": None, "location": None, "pod": None, "workload": None}
-
-
-def _base_kind(kind: SignalKind, text: str) -> SignalKind:
-    # A TerminationEvent stating a preemption is reported as that; the plain loop does not
-    # know that rule, so map back for the comparison.
-    if kind in (SignalKind.PREEMPTION, SignalKind.MAINTENANCE) and "TerminationEvent" in text:
-        plain = plain_rules(None, text)
-        if plain and plain[0] is SignalKind.TERMINATION:
-            return SignalKind.TERMINATION
-    return kind
+    found = matching.rules()[resource_type == "k8s_container"].match(text)
+    return None if found is None else (found.kind, found.line)
 
 
 @settings(max_examples=400, deadline=None)

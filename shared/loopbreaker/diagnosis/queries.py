@@ -12,18 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage, WorkloadKind
-from loopbreaker.signals.classify import (
-    AUDIT_METHODS,
-    EVICTED_REASON,
-    IMAGE_EVENT_REASONS,
-    NODE_FAULT_PHRASES,
-    NODE_OOM_REASON,
-    NODE_PRESSURE_REASONS,
-    OOM_KILL_PHRASES,
-    OOM_KILLED_REASON,
-    POD_AUDIT_METHODS,
-    PREEMPTED_REASON,
-)
+from loopbreaker.signals import vocabulary
+from loopbreaker.signals.kube_events import OOM_KILLED_REASON
 
 _PLACEHOLDER = re.compile(
     r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
@@ -108,31 +98,23 @@ _KUBEFLOW_INDEX_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-index"'
 
 _WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
 
-# Every system-event method the classifier knows (the same list feeds the log sinks).
-_AUDIT_METHOD_TERMS = " OR ".join(f'"{m}"' for m in sorted(AUDIT_METHODS))
+# What the classifier recognises, read off the catalog (the same lists feed the log sinks).
+_AUDIT_METHOD_TERMS = " OR ".join(f'"{m}"' for m in sorted(vocabulary.system_event_methods()))
+_NODE_REASONS = " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Node"]))
 _NODE_FAULT_TERMS = " OR ".join(
     [
         f'{field}:"{phrase}"'
         for field in ("textPayload", "jsonPayload.MESSAGE")
-        for phrase in (*NODE_FAULT_PHRASES, *OOM_KILL_PHRASES)
+        for phrase in vocabulary.node_text_literals(("host_fault", "pod_fault", "workload_fault"))
     ]
     + [
-        'jsonPayload.reason=("NodeNotReady" OR '
-        + " OR ".join(f'"{r}"' for r in (*NODE_PRESSURE_REASONS, NODE_OOM_REASON))
+        "jsonPayload.reason=("
+        + " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Node"]))
         + ")"
     ]
 )
-_POD_EVENT_REASONS = " OR ".join(
-    f'"{r}"'
-    for r in (
-        "FailedScheduling",
-        "NotTriggerScaleUp",
-        PREEMPTED_REASON,
-        EVICTED_REASON,
-        *IMAGE_EVENT_REASONS,
-    )
-)
-_POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in POD_AUDIT_METHODS)
+_POD_EVENT_REASONS = " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Pod"]))
+_POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in vocabulary.pod_audit_methods())
 _WORKLOAD_PODS = 'cluster="{cluster_name}", namespace="{namespace}", pod=~"{workload_name}.*"'
 
 

@@ -1,150 +1,130 @@
-"""The Cloud Logging sink filters that feed ``on_log_entry`` (pure; the one place they live).
+"""The Cloud Logging sink filters that feed ``on_log_entry``, generated from the catalog (pure).
 
-``python -m loopbreaker.signals.sink_filters`` writes ``infra/terraform/log-filters.json``, which
-the Terraform module reads (``jsondecode(file(...))``); a test checks the file is current,
-that every signal kind the classifier knows is matched by some filter (on the golden
-LogEntry fixtures), and that ordinary container logs are not.
+Every signature of :mod:`loopbreaker.signals.catalog` is routed to one filter by what it
+reads (container text, node text, an Event, an audit method) and its family; the filter
+searches for its literals, reasons or methods. A filter may let through more than the
+classifier recognises (the classifier decides), never less: tests run every catalog
+example through both.
+
+``python -m loopbreaker.signals.sink_filters`` writes ``infra/terraform/log-filters.json``,
+which the Terraform module reads (``jsondecode(file(...))``); a test checks it is current.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from loopbreaker.model import SignalKind
-from loopbreaker.signals.classify import (
-    AUDIT_METHODS,
-    EVICTED_REASON,
-    IMAGE_EVENT_REASONS,
-    IMAGE_PULL_PHRASES,
-    NODE_FAULT_PHRASES,
-    NODE_OOM_REASON,
-    NODE_PRESSURE_REASONS,
-    OOM_KILL_PHRASES,
-    OOM_KILLED_REASON,
-    POD_AUDIT_METHODS,
-    PREEMPTED_REASON,
-)
+from loopbreaker.signals import catalog
+from loopbreaker.signals.catalog import Signature
+from loopbreaker.signals.vocabulary import COMPUTE_METHOD_PREFIX
 
-# The classifier's own lists: a phrase or audit method it learns is exported too.
-_NODE_FAULTS = NODE_FAULT_PHRASES
-_SYSTEM_EVENTS = tuple(sorted(AUDIT_METHODS))
-#: Signatures of the application's own failures (NCCL and collective timeouts, crashes).
-_TRAINING_FAULTS = (
-    "Watchdog caught collective operation timeout",
-    "Some NCCL operations have failed or timed out",
-    "collective operation timeout",
-    "DistBackendError",
-    "ChildFailedError",
-    "died with exit code",
-    "connection reset by peer",
-)
+#: Cloud Logging refuses a filter longer than this (Logging query language reference).
+MAX_FILTER_LENGTH = 20_000
+
 _TRAINING_LABELS = (
     "k8s-pod/jobset_sigs_k8s_io/jobset-name",
     "k8s-pod/training_kubeflow_org/job-name",
+    "k8s-pod/trainer_kubeflow_org/trainjob-name",
 )
-# "Restarting" is the JobSet controller's Warning on the JobSet ("restarting jobset,
-# attempt N"); the others are the Kubeflow operator's.
-_EVENT_REASONS = (
-    "FailedScheduling",
-    "TFJobRestarting",
-    "PyTorchJobRestarting",
-    "JobRestarting",
-    "Restarting",
-)
-
-
-def _any(terms: tuple[str, ...]) -> str:
-    return "(" + " OR ".join(f'"{t}"' for t in terms) + ")"
-
-
-#: name -> filter. Names become sink names (``<prefix>-<name>``), so keep them short.
-FILTERS: dict[str, str] = {
-    "node-pool-events": (
-        'resource.type=("gke_nodepool" OR "k8s_node")\n'
-        'AND ("PreemptionEvent" OR "MaintenanceEvent" OR "TerminationEvent")'
-    ),
-    "node-faults": f'resource.type="k8s_node"\nAND {_any(_NODE_FAULTS)}',
+_EVENTS = 'logName:"/logs/events"'
+#: Name (sinks are ``<prefix>-<name>``, so short) -> the head every clause is ANDed with.
+_HEADS = {
+    "node-pool-events": 'resource.type=("gke_nodepool" OR "k8s_node")',
+    "node-faults": 'resource.type="k8s_node"',
     "compute-system-events": (
-        'logName:"cloudaudit.googleapis.com%2Fsystem_event"\n'
-        'AND resource.type="gce_instance"\n'
-        f"AND protoPayload.methodName={_any(_SYSTEM_EVENTS)}"
+        'logName:"cloudaudit.googleapis.com%2Fsystem_event"\nAND resource.type="gce_instance"'
     ),
     "training-faults": (
-        'resource.type="k8s_container"\n'
-        "AND (" + " OR ".join(f'labels."{label}":*' for label in _TRAINING_LABELS) + ")\n"
-        f"AND ({_any(_TRAINING_FAULTS)[1:-1]}"
-        ' OR ("NCCL WARN" AND ("timeout" OR "timed out"))'
-        ' OR ("megascale" AND ("hang" OR "hung" OR "stuck" OR "timed out" OR "deadline")))'
+        'resource.type="k8s_container"\nAND ('
+        + " OR ".join(f'labels."{label}":*' for label in _TRAINING_LABELS)
+        + ")"
     ),
-    "scheduling-and-restarts": (
-        'resource.type=("k8s_pod" OR "k8s_cluster")\n'
-        'AND logName:"/logs/events"\n'
-        f'AND (jsonPayload.reason={_any(_EVENT_REASONS)} OR "Insufficient")'
-    ),
-    # The workload's pods stopped by the scheduler, the kubelet or the registry.
-    "pod-faults": (
-        'resource.type="k8s_pod"\n'
-        'AND logName:"/logs/events"\n'
-        f"AND (jsonPayload.reason={_any((PREEMPTED_REASON, EVICTED_REASON))}"
-        f" OR (jsonPayload.reason={_any(IMAGE_EVENT_REASONS)} AND {_any(IMAGE_PULL_PHRASES)}))"
-    ),
-    # Nodes short of memory, disk or PIDs, and the kernel's OOM kills on them.
-    "node-pressure": (
-        'resource.type="k8s_node"\n'
-        "AND (jsonPayload.reason="
-        f"{_any((*NODE_PRESSURE_REASONS, NODE_OOM_REASON))} OR {_any(OOM_KILL_PHRASES)})"
-    ),
-    # Containers the kernel killed at their memory limit, as the Kubernetes audit log
-    # records the pod status (kubelet patches; the pod, with its labels, when deleted).
+    "scheduling-and-restarts": f'resource.type=("k8s_pod" OR "k8s_cluster")\nAND {_EVENTS}',
+    "pod-faults": f'resource.type="k8s_pod"\nAND {_EVENTS}',
+    "node-pressure": 'resource.type="k8s_node"',
     "oom-killed": (
-        'logName:"cloudaudit.googleapis.com%2Factivity"\n'
-        'AND resource.type="k8s_cluster"\n'
-        f"AND protoPayload.methodName={_any(POD_AUDIT_METHODS)}\n"
-        f'AND "{OOM_KILLED_REASON}"'
+        'logName:"cloudaudit.googleapis.com%2Factivity"\nAND resource.type="k8s_cluster"'
     ),
 }
 
+
+def routes(sig: Signature) -> tuple[str, ...]:
+    """The filters that export what ``sig`` matches."""
+    if sig.on == "audit":
+        compute = sig.methods[0].startswith(COMPUTE_METHOD_PREFIX)
+        return ("compute-system-events",) if compute else ("oom-killed",)
+    if sig.on == "event":
+        if sig.family in ("scheduling", "restart"):
+            return ("scheduling-and-restarts",)
+        if "Node" in sig.objects or not sig.objects:
+            return ("node-pressure",) if sig.family == "pod_fault" else ("node-faults",)
+        return ("pod-faults",)
+    found: list[str] = []
+    if sig.applies_to(container=True):
+        found.append("training-faults")
+    if sig.applies_to(container=False):
+        found.append(
+            {
+                "interruption": "node-pool-events",
+                "pod_fault": "node-pressure",
+                "scheduling": "scheduling-and-restarts",
+            }.get(sig.family, "node-faults")
+        )
+    return tuple(found)
+
+
+def build(signatures: Iterable[Signature]) -> dict[str, str]:
+    """name -> filter for the given signatures: their Event and audit clauses, and one
+    search for the literals of their text signatures (a literal that holds another is
+    left out: the shorter one matches wherever it does)."""
+    clauses: dict[str, list[str]] = defaultdict(list)
+    literals: dict[str, set[str]] = defaultdict(set)
+    for sig in signatures:
+        for name in routes(sig):
+            if sig.on in catalog.TEXT_SCOPES:
+                literals[name].update(sig.literals)
+            elif (clause := _clause(sig)) not in clauses[name]:
+                clauses[name].append(clause)
+    out: dict[str, str] = {}
+    for name, head in _HEADS.items():
+        found = literals[name]
+        kept = sorted(g for g in found if not any(o != g and o in g for o in found))
+        parts = clauses[name] + ([_any(kept)] if kept else [])
+        if parts:
+            out[name] = f"{head}\nAND (" + "\n  OR ".join(parts) + ")"
+    return out
+
+
+def _any(terms: Iterable[str]) -> str:
+    return "(" + " OR ".join(f'"{t}"' for t in terms) + ")"
+
+
+def _clause(sig: Signature) -> str:
+    if sig.on == "audit":
+        methods = f"protoPayload.methodName={_any(sig.methods)}"
+        return f"({methods} AND {_any(sig.literals)})" if sig.literals else methods
+    if sig.on == "event":
+        parts = [f"jsonPayload.reason={_any(sig.reasons)}"] if sig.reasons else []
+        if sig.reason_literals:
+            parts.append(f"jsonPayload.reason:{_any(sig.reason_literals)}")
+        if sig.objects:
+            parts.append(f"jsonPayload.involvedObject.kind={_any(sig.objects)}")
+        if sig.literals:
+            parts.append(_any(sig.literals))
+        return "(" + " AND ".join(parts) + ")"
+    raise ValueError(f"{sig.id}: a text signature has no clause of its own")
+
+
+FILTERS: dict[str, str] = build(catalog.load().signatures)
+
 #: Which kinds each filter is there for (documentation and the coverage test).
 KINDS: dict[str, frozenset[SignalKind]] = {
-    "node-pool-events": frozenset(
-        {SignalKind.PREEMPTION, SignalKind.MAINTENANCE, SignalKind.TERMINATION}
-    ),
-    "node-faults": frozenset(
-        {
-            SignalKind.NODE_NOT_READY,
-            SignalKind.KERNEL_PANIC,
-            SignalKind.KERNEL_BUG,
-            SignalKind.HARDWARE_FAILURE,
-            SignalKind.HOST_ERROR,
-            SignalKind.NODE_PROBLEM_DETECTOR_EXIT,
-            SignalKind.TERMINATION,
-        }
-    ),
-    "compute-system-events": frozenset(
-        {
-            SignalKind.PREEMPTION,
-            SignalKind.MAINTENANCE,
-            SignalKind.HOST_ERROR,
-            SignalKind.AUTOMATIC_RESTART,
-            SignalKind.GUEST_TERMINATE,
-        }
-    ),
-    "training-faults": frozenset(
-        {
-            SignalKind.NCCL_TIMEOUT,
-            SignalKind.CONNECTION_RESET,
-            SignalKind.WORKER_CRASH,
-            SignalKind.DIST_BACKEND_ERROR,
-            SignalKind.MEGASCALE_HANG,
-        }
-    ),
-    "scheduling-and-restarts": frozenset({SignalKind.UNSCHEDULABLE, SignalKind.JOB_RESTARTING}),
-    "pod-faults": frozenset(
-        {SignalKind.PRIORITY_PREEMPTED, SignalKind.EVICTED, SignalKind.IMAGE_PULL_FAILED}
-    ),
-    "node-pressure": frozenset({SignalKind.NODE_PRESSURE, SignalKind.OOM_KILLED}),
-    "oom-killed": frozenset({SignalKind.OOM_KILLED}),
+    name: frozenset(s.kind for s in catalog.load().signatures if name in routes(s))
+    for name in FILTERS
 }
 
 TERRAFORM_FILE = Path("infra") / "terraform" / "log-filters.json"

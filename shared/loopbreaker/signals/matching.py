@@ -1,0 +1,261 @@
+"""The catalog's text signatures, compiled for the per-line hot path (pure).
+
+Most lines of a training job's logs match nothing. A line is first searched for the
+literals derived from every pattern, all at once (:class:`LiteralScan`); only a line
+holding one is searched further, signature by signature in catalog order, and only the
+signatures whose literals it holds. ``tests/signals/test_functions_hot_path.py`` checks
+that the shortcuts change no classification.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import cache
+from typing import Any, NamedTuple
+
+from loopbreaker.model import SignalKind
+from loopbreaker.signals import catalog, xid
+from loopbreaker.signals.catalog import Signature
+
+#: How each named group of a pattern is written into the signal's reason.
+_DETAIL_LABELS = {
+    "asked": "asked",
+    "free": "free",
+    "in_use": "in use",
+    "total": "total",
+    "memory_space": "memory space",
+    "device": "device",
+    "rank": "rank",
+    "exit_code": "exit code",
+    "signal": "signal",
+}
+_XID_KINDS = {
+    xid.XidClass.HARDWARE: SignalKind.HARDWARE_FAILURE,
+    xid.XidClass.APPLICATION: SignalKind.GPU_APPLICATION_ERROR,
+}
+
+
+class TextMatch(NamedTuple):
+    """The signature a line matched: its kind, the line, and the reason it states."""
+
+    kind: SignalKind
+    line: str
+    reason: str | None
+    signature: Signature
+    node: str | None = None
+
+
+class LiteralScan:
+    """Which of a set of literals a lowered text holds, in one pass of one regex.
+
+    Each literal is searched by an anchor: its suffix (of 4 or more characters) that
+    starts at the character rarest in ordinary lines (``ordinary``, the catalog's quiet
+    lines), so the regex engine skips most positions of a line on their first character.
+    The anchors are compiled as one trie (``warn(?: |ing)``...). ``findall`` reports
+    matches that do not overlap; an anchor that starts inside a reported one is tested on
+    its own (:attr:`overlaps`), and each literal whose anchor is found is tested whole:
+    exactly the literals the text holds are returned.
+    """
+
+    def __init__(self, literals: Iterable[str], ordinary: str = "") -> None:
+        self.literals = tuple(sorted(set(literals)))
+        counts = Counter(ordinary.lower())
+        anchor_of = _anchors(self.literals, counts)
+        anchors = tuple(sorted(set(anchor_of.values())))
+        self.literals_of = {
+            a: tuple(lit for lit, b in anchor_of.items() if b == a) for a in anchors
+        }
+        self.pattern = re.compile(_trie(anchors)) if anchors else None
+        self.overlaps = {
+            found: tuple(other for other in anchors if other != found and _overlap(found, other))
+            for found in anchors
+        }
+
+    def any_in(self, lowered: str) -> bool:
+        return bool(self.present(lowered))
+
+    def present(self, lowered: str) -> set[str]:
+        """The literals the text holds."""
+        return {
+            lit for a in self.anchors_in(lowered) for lit in self.literals_of[a] if lit in lowered
+        }
+
+    def anchors_in(self, lowered: str) -> set[str]:
+        """The anchors the text holds: a literal can be in it only if its anchor is."""
+        if self.pattern is None:
+            return set()
+        found = self.pattern.findall(lowered)
+        if not found:
+            return set()  # most lines: one pass, nothing more
+        anchors = set(found)
+        overlaps = self.overlaps
+        for anchor in found:
+            for other in overlaps[anchor]:
+                if other in lowered:
+                    anchors.add(other)
+        return anchors
+
+
+def _anchors(literals: Sequence[str], counts: Counter[str]) -> dict[str, str]:
+    """Each literal's anchor: its suffix (4+ characters) starting at a character of a
+    small set, chosen greedily so that every literal has one and the set is rare in
+    ordinary lines (``counts``): the regex then skips most positions at once."""
+
+    def starts(literal: str) -> set[str]:
+        return set(literal[: max(1, len(literal) - 3)])
+
+    uncovered, chosen = set(literals), set()
+    while uncovered:
+        options = {char for lit in uncovered for char in starts(lit)}
+        best = max(
+            sorted(options),
+            key=lambda ch: sum(ch in starts(lit) for lit in uncovered) / (counts[ch] + 5),
+        )
+        chosen.add(best)
+        uncovered = {lit for lit in uncovered if best not in starts(lit)}
+    out = {}
+    for literal in literals:
+        last = max(1, len(literal) - 3)
+        start = min(
+            (i for i in range(last) if literal[i] in chosen), key=lambda i: (counts[literal[i]], i)
+        )
+        out[literal] = literal[start:]
+    return out
+
+
+def _trie(words: Sequence[str]) -> str:
+    """A regex of the words as a trie; a longer word is tried before its prefix."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + emit(node[char]) for char in sorted(node) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(root)
+
+
+def _overlap(found: str, other: str) -> bool:
+    """Whether ``other`` can start inside a match of ``found``: it lies within it, or a
+    proper suffix of ``found`` begins it."""
+    return other in found or any(other.startswith(found[i:]) for i in range(1, len(found)))
+
+
+class TextRules:
+    """The text signatures that apply to one kind of log (container or node)."""
+
+    def __init__(
+        self, signatures: Sequence[Signature], container: bool, ordinary: str = ""
+    ) -> None:
+        """``ordinary``: lines of the same sources that match nothing (anchor choice)."""
+        self.rules = tuple(
+            (s, s.pattern, s.requirements, s.leads)
+            for s in signatures
+            if s.pattern is not None and s.applies_to(container)
+        )
+        rules_of: dict[str, list[int]] = {}
+        for index, (sig, _, _, _) in enumerate(self.rules):
+            for literal in sig.literals:
+                rules_of.setdefault(literal, []).append(index)
+        self.scan = LiteralScan(rules_of, ordinary)
+        # The rules each anchor may lead to; their requirements then test the literals.
+        self.rules_of = {
+            anchor: tuple(sorted({i for lit in lits for i in rules_of[lit]}))
+            for anchor, lits in self.scan.literals_of.items()
+        }
+
+    def match(self, text: str, lowered: str | None = None) -> TextMatch | None:
+        """The first signature that matches ``text``, or None: in catalog order, each
+        signature one of whose literals the text holds."""
+        lowered = text.lower() if lowered is None else lowered
+        anchors = self.scan.anchors_in(lowered)
+        if not anchors:
+            return None
+        rules_of = self.rules_of
+        candidates: set[int] = set()
+        for anchor in anchors:
+            candidates.update(rules_of[anchor])
+        # lower() may change the length of non-ASCII text; then offsets do not carry over.
+        same_length = len(lowered) == len(text)
+        for index in sorted(candidates):
+            sig, pattern, requirements, leads = self.rules[index]
+            if not _holds(requirements, lowered):
+                continue
+            start = 0
+            if leads and same_length:
+                start = _first(leads, lowered)
+                if start < 0:
+                    continue
+            found = pattern.search(text, start)
+            if found is not None:
+                return _text_match(sig, text, found)
+        return None
+
+
+def _holds(requirements: tuple[tuple[str, ...], ...], lowered: str) -> bool:
+    """Whether the text holds a literal of every set the pattern needs: most candidates
+    hold one literal of a signature but not the others, and this spares their regex."""
+    for need in requirements:
+        for literal in need:
+            if literal in lowered:
+                break
+        else:
+            return False
+    return True
+
+
+def _first(leads: tuple[str, ...], lowered: str) -> int:
+    """Where the first of the literals every match starts with is, or -1: the search
+    need not try earlier positions."""
+    first = -1
+    for literal in leads:
+        at = lowered.find(literal)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    return first
+
+
+def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
+    line = line_around(text, found.start())
+    if sig.pattern is None or not sig.pattern.groupindex:
+        return TextMatch(sig.kind, line, None, sig)  # most signatures capture nothing
+    groups = {k: v for k, v in found.groupdict().items() if v}
+    kind = sig.kind
+    parts: list[str] = []
+    if "xid" in groups:
+        entry = xid.lookup(int(groups["xid"]))
+        kind = _XID_KINDS.get(entry.cls, SignalKind.GPU_ERROR)
+        parts.append(f"Xid {entry.number} ({entry.cls.value}: {entry.name})")
+    if "reason" in groups:
+        parts.append(groups["reason"].strip())
+    parts.extend(
+        f"{label} {groups[k].strip()}" for k, label in _DETAIL_LABELS.items() if k in groups
+    )
+    return TextMatch(kind, line, ", ".join(parts) or None, sig, groups.get("node"))
+
+
+def line_around(text: str, index: int) -> str:
+    start = text.rfind("\n", 0, index) + 1
+    end = text.find("\n", index)
+    return text[start : end if end != -1 else len(text)]
+
+
+@cache
+def rules() -> tuple[TextRules, TextRules]:
+    """(the rules for node and other non-container logs, the rules for container logs)."""
+    found = catalog.load()
+    ordinary = "\n".join(q.text for q in found.quiet if q.text)
+    signatures = found.text()
+    return (
+        TextRules(signatures, container=False, ordinary=ordinary),
+        TextRules(signatures, container=True, ordinary=ordinary),
+    )
