@@ -21,6 +21,7 @@ class RootCause(StrEnum):
     HOST_ERROR = "host_error"
     CAPACITY = "capacity"
     OUT_OF_MEMORY = "out_of_memory"
+    GPU_OUT_OF_MEMORY = "gpu_out_of_memory"
     PRIORITY_PREEMPTION = "priority_preemption"
     NODE_PRESSURE_EVICTION = "node_pressure_eviction"
     IMAGE_PULL = "image_pull"
@@ -36,6 +37,7 @@ class RemediationPath(StrEnum):
     WATCH_HOST = "watch_host"
     ADD_CAPACITY = "add_capacity"
     FIX_MEMORY = "fix_memory"
+    FIX_GPU_MEMORY = "fix_gpu_memory"
     PROTECT_PRIORITY = "protect_priority"
     RELIEVE_NODE_PRESSURE = "relieve_node_pressure"
     FIX_IMAGE = "fix_image"
@@ -132,6 +134,8 @@ class FailureEpisode:
     kinds: tuple[str, ...]
     excerpts: tuple[str, ...] = ()
     source: str = "telemetry"
+    #: The GPU faults the episode's lines name, with their class ("Xid 79 (hardware: ...)").
+    gpu_faults: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,13 @@ class SuspectHost:
     first_failure: datetime | None = None
     last_failure: datetime | None = None
     episodes: tuple[FailureEpisode, ...] = ()
+    #: ``reportHostAsFaulty``'s fault reason the evidence supports (a hardware-class Xid
+    #: or an uncorrectable ECC/NVLink error: ``UNRECOVERABLE_GPU_ERROR``), else None.
+    fault_reason: str | None = None
+
+    @property
+    def gpu_faults(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for e in self.episodes for f in e.gpu_faults))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,8 +169,15 @@ class SuspectHost:
             "host_known": self.host_known,
             "first_failure": format_rfc3339(self.first_failure) if self.first_failure else None,
             "last_failure": format_rfc3339(self.last_failure) if self.last_failure else None,
+            "fault_reason": self.fault_reason,
+            "gpu_faults": list(self.gpu_faults),
             "episodes": [
-                {"node": e.node, "start": format_rfc3339(e.start), "kinds": list(e.kinds)}
+                {
+                    "node": e.node,
+                    "start": format_rfc3339(e.start),
+                    "kinds": list(e.kinds),
+                    "gpu_faults": list(e.gpu_faults),
+                }
                 for e in self.episodes
             ],
         }
@@ -203,6 +221,8 @@ class TicketDraft:
     excerpts: tuple[str, ...]
     queries: tuple[Query, ...]
     requested_action: str
+    #: The fault reason for the support case and ``reportHostAsFaulty``, when known.
+    fault_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,6 +244,7 @@ class TicketDraft:
             "excerpts": list(self.excerpts),
             "queries": [{"language": q.language.value, "text": q.text} for q in self.queries],
             "requested_action": self.requested_action,
+            "fault_reason": self.fault_reason,
         }
 
 

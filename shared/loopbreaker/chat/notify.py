@@ -320,6 +320,7 @@ def _host_rows(document: Mapping[str, Any]) -> tuple[Mapping[str, str], ...]:
                 "failures": str(suspect.get("failures", "")),
                 "zone": str(suspect.get("zone") or ""),
                 "last_failure": str(suspect.get("last_failure") or ""),
+                "gpu_faults": "; ".join(str(f) for f in suspect.get("gpu_faults") or ()),
             }
         )
     return tuple(rows)

@@ -82,6 +82,7 @@ def slack_message(n: Notification) -> dict[str, Any]:
             f"• `{e(r['host'])}`: {e(r['nodes'])}, {e(r['failures'])} failure(s)"
             + (f", {e(r['zone'])}" if r.get("zone") else "")
             + (f", last {e(r['last_failure'])}" if r.get("last_failure") else "")
+            + (f", {e(r['gpu_faults'])}" if r.get("gpu_faults") else "")
             for r in n.hosts
         ]
         blocks.append(_section("*Hosts and nodes*\n" + "\n".join(rows)))

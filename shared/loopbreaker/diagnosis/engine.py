@@ -30,6 +30,7 @@ from loopbreaker.diagnosis.steps.hosts import step3
 from loopbreaker.diagnosis.steps.interruptions import Interruptions, step2
 from loopbreaker.diagnosis.steps.pods import MAINTENANCE_POLICY, step4
 from loopbreaker.diagnosis.steps.restarts import Restarts, step1
+from loopbreaker.diagnosis.steps.simultaneous import workload_nodes
 from loopbreaker.model import (
     Context,
     Diagnosis,
@@ -66,6 +67,7 @@ _INFRASTRUCTURE = frozenset(
 #: The workload's pods stopped by Kubernetes itself, and the path each one takes.
 _POD_FAULT_PATHS = {
     RootCause.OUT_OF_MEMORY: RemediationPath.FIX_MEMORY,
+    RootCause.GPU_OUT_OF_MEMORY: RemediationPath.FIX_GPU_MEMORY,
     RootCause.PRIORITY_PREEMPTION: RemediationPath.PROTECT_PRIORITY,
     RootCause.NODE_PRESSURE_EVICTION: RemediationPath.RELIEVE_NODE_PRESSURE,
     RootCause.IMAGE_PULL: RemediationPath.FIX_IMAGE,
@@ -112,9 +114,18 @@ def diagnose(
         )
 
     interruptions = step2(context, evidence, signals, notes)
-    hosts = step3(context, evidence, signals, interruptions, thresholds, notes)
+    nodes = workload_nodes(context, evidence, signals)
+    hosts = step3(context, evidence, signals, interruptions, thresholds, notes, nodes)
     faults = workload_faults.collect(context, evidence, signals)
-    pods = step4(context, evidence, signals, thresholds, notes, waiting_on_image=faults.image_pods)
+    pods = step4(
+        context,
+        evidence,
+        signals,
+        thresholds,
+        notes,
+        waiting_on_image=faults.image_pods,
+        workload_nodes=nodes,
+    )
 
     first = faults.first
     if interruptions.preemptions:
@@ -129,7 +140,7 @@ def diagnose(
         cause = first.cause
     elif pods.capacity:
         cause = RootCause.CAPACITY
-    elif pods.application:
+    elif pods.application or hosts.simultaneous:
         cause = RootCause.APPLICATION
     else:
         cause = RootCause.UNKNOWN

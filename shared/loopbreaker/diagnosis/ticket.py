@@ -53,6 +53,11 @@ def draft(
         f"{', '.join(host.nodes)}. We ask Google Cloud support to check this host for a "
         "hardware fault and to keep our VMs off it."
     )
+    if host.gpu_faults:
+        summary += (
+            f" GPU faults seen (NVIDIA's Xid catalog class in brackets): "
+            f"{'; '.join(host.gpu_faults)}. Fault reason: {host.fault_reason}."
+        )
     return TicketDraft(
         title=f"GKE node host failures on {host_words} {host.host} ({host.failures} failures)",
         summary=summary,
@@ -75,6 +80,7 @@ def draft(
             f"Investigate the {host_words} {host.host} for a hardware fault and take it out "
             "of service; confirm the recreated VM(s) run on a different host."
         ),
+        fault_reason=host.fault_reason,
     )
 
 

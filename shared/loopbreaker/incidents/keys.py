@@ -13,6 +13,7 @@ from typing import Any
 
 from loopbreaker.incidents.records import CLUSTER_SCOPES, IncidentKey, Scope, digest
 from loopbreaker.model import (
+    ACCELERATOR_MEMORY_KINDS,
     HOST_FAULT_KINDS,
     WORKLOAD_FAULT_KINDS,
     Signal,
@@ -21,7 +22,11 @@ from loopbreaker.model import (
 from loopbreaker.signals.decode import escape_surrogates
 
 # Signals about the application are grouped by workload; everything else by where it ran.
-_WORKLOAD_KINDS = WORKLOAD_FAULT_KINDS | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
+_WORKLOAD_KINDS = (
+    WORKLOAD_FAULT_KINDS
+    | ACCELERATOR_MEMORY_KINDS
+    | {SignalKind.JOB_RESTARTING, SignalKind.UNSCHEDULABLE}
+)
 
 
 def key_for(signal: Signal, default_project: str | None = None) -> IncidentKey | None:

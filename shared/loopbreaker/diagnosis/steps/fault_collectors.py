@@ -72,6 +72,41 @@ _LIMIT_IN_TEXT = re.compile(r"\(memory limit (?P<limit>[0-9.]+[A-Za-z]*)\)")
 _PULL_ERROR = re.compile(r'Failed to pull image "[^"]+": (?P<error>.+)$')
 
 
+#: What the classifier writes of an out-of-memory message's numbers ("asked 2.00 GiB, ...").
+_DETAIL = re.compile(
+    r"(?:^|, )(?P<key>asked|free|in use|total|memory space|device|rank) (?P<value>[^,]+)"
+)
+
+
+def gpu_oom(ctx: Context, ev: Evidence, signals: Sequence[Signal], pods: Pods) -> Fault:
+    """The accelerator's own memory ran out (CUDA, NCCL, XLA / TPU HBM): the numbers the
+    first message gives, and every rank and pod that said so."""
+    fault = Fault(RootCause.GPU_OUT_OF_MEMORY)
+    logs = ev.source_of(EvidenceKind.LOGS)
+    ranks: set[str] = set()
+    for sig in signals:
+        if sig.kind is not SignalKind.GPU_OUT_OF_MEMORY or not pods.signal(sig, ctx):
+            continue
+        if sig.pod is None and sig.workload is None and not pods.everyone:
+            continue  # a line that names no pod of ours
+        fault.seen.append(Seen(sig.pod, sig.timestamp, sig.excerpt, logs, sig.container, sig.node))
+        details = {m["key"]: m["value"].strip() for m in _DETAIL.finditer(sig.reason or "")}
+        if "rank" in details:
+            ranks.add(details["rank"])
+        for key, value in details.items():
+            fault.details.setdefault(key.replace(" ", "_"), value)
+    if fault.seen:
+        first = min(fault.seen, key=lambda s: (s.at is None, s.at or ctx.end_time))
+        fault.details["xla"] = "yes" if _XLA_MEMORY.search(first.text) else ""
+        fault.details["ranks"] = ", ".join(sorted(ranks, key=lambda r: (len(r), r)))
+        fault.details["container"] = next((s.container for s in fault.seen if s.container), "")
+    return fault
+
+
+# XLA's and the TPU runtime's wording: the advice differs (HBM, rematerialisation).
+_XLA_MEMORY = re.compile(r"RESOURCE_EXHAUSTED|\bhbm\b|XlaRuntimeError", re.I)
+
+
 def oom(
     ctx: Context, ev: Evidence, signals: Sequence[Signal], pods: Pods, ours: Sequence[PodInfo]
 ) -> Fault:

@@ -33,6 +33,12 @@ def describe(fault: Fault, notes: Notes, coordinators: frozenset[str]) -> None:
             memory = f"; memory limit {d['limit']}"
         when = f" {at_text(fault).rstrip()}" if fault.first else ""
         text = f"Container {d['container']} was OOM-killed in {what}{when}{memory}: {example}"
+    elif fault.cause is RootCause.GPU_OUT_OF_MEMORY:
+        ranks = f" (rank {d['ranks']})" if d.get("ranks") else ""
+        text = (
+            f"The accelerator ran out of memory in {what}{ranks} {at_text(fault)}"
+            f"{gpu_numbers(d)}: {example}"
+        )
     elif fault.cause is RootCause.PRIORITY_PREEMPTION:
         more = f" (and {int(d['preemptors']) - 1} more)" if int(d["preemptors"]) > 1 else ""
         text = (
@@ -80,6 +86,8 @@ def remediation_actions(fault: Fault, ctx: Context) -> tuple[str, ...]:
             "other pods on the node are evicted before them.",
             "No node action: an OOM kill at the container's limit is not a node fault.",
         )
+    if fault.cause is RootCause.GPU_OUT_OF_MEMORY:
+        return _gpu_memory_actions(d, job)
     if fault.cause is RootCause.PRIORITY_PREEMPTION:
         victim = class_text(d.get("victim_class") or "", default="no PriorityClass (priority 0)")
         preemptor = class_text(d.get("preemptor_class") or "", default="a higher priority")
@@ -156,6 +164,8 @@ def summary_tail(fault: Fault) -> str:
     d = fault.details
     if fault.cause is RootCause.OUT_OF_MEMORY:
         return f"container {d['container']} was OOM-killed{limit_text(d)}."
+    if fault.cause is RootCause.GPU_OUT_OF_MEMORY:
+        return f"the accelerator ran out of memory{gpu_numbers(d)}."
     if fault.cause is RootCause.PRIORITY_PREEMPTION:
         return f"its pods were preempted by {d['preemptor']}{class_text(d['preemptor_class'])}."
     if fault.cause is RootCause.NODE_PRESSURE_EVICTION:
@@ -174,3 +184,44 @@ def _example(fault: Fault) -> str:
         ),
     )
     return ranked[0].text
+
+
+def gpu_numbers(d: dict[str, str]) -> str:
+    """ ", asked 2.00 GiB with 1.25 GiB free of 79.15 GiB on device GPU 0": what is known."""
+    parts = []
+    if d.get("asked"):
+        parts.append(f"asked {d['asked']}")
+    if d.get("free"):
+        parts.append(f"with {d['free']} free")
+    if d.get("total"):
+        parts.append(f"of {d['total']}")
+    if d.get("in_use"):
+        parts.append(f"({d['in_use']} in use)")
+    if d.get("memory_space"):
+        parts.append(f"in memory space {d['memory_space']}")
+    if d.get("device"):
+        parts.append(f"on device {d['device']}")
+    return (", " + " ".join(parts)) if parts else ""
+
+
+def _gpu_memory_actions(d: dict[str, str], job: str) -> tuple[str, ...]:
+    container = f"container {d['container']} of " if d.get("container") else ""
+    head = f"The accelerator memory of {container}{job} is exhausted{gpu_numbers(d)}."
+    if d.get("xla"):
+        return (
+            head,
+            "Read the XLA memory profile of the step (HBM use by buffer) and rematerialise: "
+            "jax.checkpoint / remat policies on the largest activations.",
+            "Shard parameters and optimizer state further across the slice (more "
+            "data or FSDP-style sharding), or lower the per-device batch.",
+            "No node action: running out of accelerator memory is the workload's, not the host's.",
+        )
+    return (
+        head,
+        "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on the training container: "
+        "it cuts the fragmentation that leaves memory reserved but unallocated.",
+        "Lower the per-device micro-batch and keep the global batch with gradient accumulation.",
+        "Turn on activation checkpointing, and shard parameters, gradients and optimizer "
+        "state (FSDP, ZeRO).",
+        "No node action: running out of accelerator memory is the workload's, not the host's.",
+    )

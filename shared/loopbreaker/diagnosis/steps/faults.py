@@ -35,6 +35,7 @@ TERMINATED_BY_KUBELET = "TerminationByKubelet"
 
 CAUSE_NAMES = {
     RootCause.OUT_OF_MEMORY: "OOM kill",
+    RootCause.GPU_OUT_OF_MEMORY: "accelerator out of memory",
     RootCause.PRIORITY_PREEMPTION: "priority preemption",
     RootCause.NODE_PRESSURE_EVICTION: "node-pressure eviction",
     RootCause.IMAGE_PULL: "image pull failure",

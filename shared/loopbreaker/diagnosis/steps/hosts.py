@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from loopbreaker.diagnosis.steps import simultaneous
 from loopbreaker.diagnosis.steps.common import Notes, Thresholds, hm, labels_match, short_list
 from loopbreaker.diagnosis.steps.interruptions import Interruptions
+from loopbreaker.diagnosis.steps.simultaneous import Group, Sighting
 from loopbreaker.model import (
+    EVIDENCE_ONLY_KINDS,
     HOST_FAULT_KINDS,
     Context,
     Evidence,
@@ -19,8 +22,18 @@ from loopbreaker.model import (
     RootCause,
     Series,
     Signal,
+    SignalKind,
     SuspectHost,
 )
+
+#: Signatures of GPU hardware faults (NVIDIA's driver and the CUDA runtime, catalog
+#: ``nvidia.toml``): the host's fault reason is then an unrecoverable GPU error.
+GPU_SIGNATURES = ("nvidia.",)
+#: ``reportHostAsFaulty``'s ``faultReasons[].behavior`` for them (Compute Engine API).
+GPU_FAULT_REASON = "UNRECOVERABLE_GPU_ERROR"
+#: Kinds a node's own log may show that are the workload's or evidence only: they form
+#: groups (a fault on every rank) and findings, never a host's failure.
+_NODE_GPU_KINDS = EVIDENCE_ONLY_KINDS | {SignalKind.GPU_APPLICATION_ERROR}
 
 
 @dataclass
@@ -32,6 +45,9 @@ class _Episode:
     excerpts: list[str]
     sources: set[str]
     first: datetime | None = None
+    #: When each log line of the episode was written (for the simultaneous groups).
+    times: list[datetime] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
 
     @property
     def began(self) -> datetime:
@@ -77,6 +93,8 @@ def not_ready_runs(series: Iterable[Series]) -> dict[str, list[tuple[datetime, d
 class Hosts:
     suspects: tuple[SuspectHost, ...]
     single: tuple[SuspectHost, ...]
+    #: The same fault on (nearly) every node of the workload at once: the workload's.
+    simultaneous: tuple[Group, ...] = ()
 
 
 def step3(
@@ -86,7 +104,9 @@ def step3(
     interruptions: Interruptions,
     th: Thresholds,
     notes: Notes,
+    workload_nodes: frozenset[str] = frozenset(),
 ) -> Hosts:
+    """``workload_nodes``: where the workload's pods ran (for faults on every rank)."""
     nodes: dict[str, NodeInfo] = {n.name: n for n in ev.nodes or ()}
     cond_source = ev.source_of(EvidenceKind.NODE_CONDITIONS) or "metrics"
     log_source = ev.source_of(EvidenceKind.LOGS) or "logs"
@@ -114,6 +134,11 @@ def step3(
         # Kernel lines usually precede the NotReady sample: the failure began with them.
         episode.first = min(episode.first or episode.start, sig.timestamp)
         episode.kinds.add(sig.kind.value)
+        episode.times.append(sig.timestamp)
+        if sig.reason and sig.reason.startswith("Xid "):
+            episode.reasons.add(sig.reason)
+        elif sig.signature and sig.signature.startswith(GPU_SIGNATURES):
+            episode.reasons.add(sig.excerpt[:120])
         episode.sources.add(log_source)
         if sig.excerpt and len(episode.excerpts) < 3:
             episode.excerpts.append(sig.excerpt)
@@ -137,6 +162,45 @@ def step3(
             )
             continue
         counted.append(episode)
+
+    gpu = [
+        s
+        for s in signals
+        if s.kind in _NODE_GPU_KINDS and s.node and s.timestamp and ctx.in_window(s.timestamp)
+    ]
+    together = simultaneous.groups(
+        [
+            Sighting(e.node, at, _what(e.kinds, e.reasons))
+            for e in counted
+            for at in e.times
+            if e.kinds - {"NotReady"}
+        ]
+        + [Sighting(str(s.node), s.timestamp, _fault_name(s)) for s in gpu if s.timestamp],
+        workload_nodes,
+    )
+    for group in together:
+        notes.add(
+            3,
+            f"{group.describe()} ({short_list(list(group.nodes))}): one failure of the "
+            "workload, the application, not of each host.",
+            RootCause.APPLICATION,
+            source=log_source,
+        )
+    explained = [
+        e
+        for e in counted
+        if any(simultaneous.covered(together, e.node, at, timedelta(0)) for at in e.times)
+    ]
+    if explained:
+        notes.add(
+            3,
+            f"{len(explained)} node failure(s) explained by a fault on every rank at once: "
+            "not counted against their hosts.",
+            RootCause.FAULTY_HOST,
+            supports=False,
+        )
+    counted = [e for e in counted if e not in explained]
+    _gpu_notes([s for s in gpu if s.pod is None], together, notes, log_source)
 
     per_host: dict[str, list[_Episode]] = defaultdict(list)
     for episode in counted:
@@ -176,17 +240,20 @@ def step3(
                     tuple(sorted(e.kinds)),
                     tuple(e.excerpts),
                     ",".join(sorted(e.sources)),
+                    tuple(sorted(e.reasons)),
                 )
                 for e in sorted(host_episodes, key=lambda e: e.began)
             ),
+            fault_reason=GPU_FAULT_REASON if any(e.reasons for e in host_episodes) else None,
         )
         suspects.append(suspect)
         label = "physical host" if known else "node (no physical host id known)"
         for e in host_episodes:
+            xids = f": {'; '.join(sorted(e.reasons))}" if e.reasons else ""
             notes.add(
                 3,
-                f"Node {e.node} failed at {hm(e.began)} ({', '.join(sorted(e.kinds))}) on "
-                f"{label} {host}.",
+                f"Node {e.node} failed at {hm(e.began)} ({', '.join(sorted(e.kinds))}{xids}) "
+                f"on {label} {host}.",
                 RootCause.HOST_ERROR,
                 source=",".join(sorted(e.sources)),
             )
@@ -221,7 +288,47 @@ def step3(
     not_ready_now = sorted(n.name for n in nodes.values() if n.ready is False)
     if not_ready_now:
         notes.add(3, f"Nodes not Ready now: {short_list(not_ready_now)}.")
-    return Hosts(faulty, single)
+    return Hosts(faulty, single, tuple(together))
+
+
+def _fault_name(sig: Signal) -> str:
+    """What a node's GPU line says: its Xid and class when it has one, else its kind."""
+    return (
+        sig.reason.split(" (", 1)[0]
+        if sig.reason and sig.reason.startswith("Xid ")
+        else sig.kind.value
+    )
+
+
+def _what(kinds: set[str], reasons: set[str]) -> str:
+    if len(reasons) == 1:
+        return next(iter(reasons)).split(" (", 1)[0]
+    return ", ".join(sorted(kinds - {"NotReady"}))
+
+
+def _gpu_notes(gpu: Sequence[Signal], together: Sequence[Group], notes: Notes, source: str) -> None:
+    """The workload's and the unknown GPU faults of nodes that no group explains."""
+    for sig in gpu:
+        assert sig.node is not None and sig.timestamp is not None
+        if simultaneous.covered(together, sig.node, sig.timestamp, timedelta(0)):
+            continue
+        what = sig.reason or sig.kind.value
+        if sig.kind is SignalKind.GPU_APPLICATION_ERROR:
+            notes.add(
+                3,
+                f"Node {sig.node} logged {what} at {hm(sig.timestamp)}: NVIDIA's Xid catalog "
+                "puts it on the application, not the host.",
+                RootCause.APPLICATION,
+                source=source,
+            )
+        else:
+            notes.add(
+                3,
+                f"Node {sig.node} logged {what} at {hm(sig.timestamp)}: evidence only, not a "
+                "host fault by NVIDIA's Xid catalog.",
+                supports=False,
+                source=source,
+            )
 
 
 def _matching_episode(

@@ -74,8 +74,11 @@ def step4(
     notes: Notes,
     *,
     waiting_on_image: Collection[str] = (),
+    workload_nodes: Collection[str] = (),
 ) -> Pods:
-    """``waiting_on_image``: pods scheduled and Pending on an image pull, not on capacity."""
+    """``waiting_on_image``: pods scheduled and Pending on an image pull, not on capacity;
+    ``workload_nodes``: where its pods ran, whose own logs (a GPU fault in the node's
+    journal names no pod) speak for the workload too."""
     owns = PodOwner(ctx, ev)
     unschedulable: set[str] = set()
     for series in ev.unschedulable or ():
@@ -143,7 +146,8 @@ def step4(
     faults = [
         with_role(s, ctx, ev, signals)
         for s in signals
-        if s.kind in WORKLOAD_FAULT_KINDS and is_workload(s, ctx)
+        if s.kind in WORKLOAD_FAULT_KINDS
+        and (is_workload(s, ctx) or (s.pod is None and s.node in workload_nodes))
     ]
     coordinator = [s for s in faults if s.coordinator is True]
     unknown_role = [s for s in faults if s.coordinator is None]

@@ -1,12 +1,16 @@
-"""Step 4, continued: the workload's pods stopped by Kubernetes itself, not by their VM (pure).
+"""Step 4, continued: the workload's pods stopped by Kubernetes itself or by their own
+accelerator memory, not by their VM (pure).
 
-Four causes, each from any of its kinds of evidence, scoped to the workload's pods and to
+Five causes, each from any of its kinds of evidence, scoped to the workload's pods and to
 the window like every other finding:
 
 - ``out_of_memory``: a container terminated ``OOMKilled`` (pod status, kube-state-metrics
   ``..._last_terminated_reason`` / ``..._terminated_reason``, the Kubernetes audit log, a
   kernel ``oom-kill`` line whose memory cgroup names the pod), with the container's memory
   against its limit as support. Exit code 137 alone is a SIGKILL, not an OOM kill.
+- ``gpu_out_of_memory``: the accelerator's own memory ran out (PyTorch's CUDA out of memory,
+  NCCL's ``Cuda failure 'out of memory'``, XLA's ``RESOURCE_EXHAUSTED`` on device or HBM
+  memory), with the numbers the message gives (asked, free, total, device, rank).
 - ``priority_preemption``: ``Preempted`` Events of the scheduler (the preemptor in
   ``related``), the ``DisruptionTarget`` condition ``PreemptionByScheduler``.
 - ``node_pressure_eviction``: ``Evicted`` Events, ``kube_pod_status_reason{reason=
@@ -55,11 +59,12 @@ __all__ = [
 
 
 def collect(ctx: Context, ev: Evidence, signals: Sequence[Signal]) -> WorkloadFaults:
-    """Find the evidence of each of the four causes (no findings written yet)."""
+    """Find the evidence of each of the five causes (no findings written yet)."""
     pods = Pods(ctx, ev)
     ours = [p for p in ev.pods or () if pods(p.name)]
     found = [
         collectors.oom(ctx, ev, signals, pods, ours),
+        collectors.gpu_oom(ctx, ev, signals, pods),
         collectors.preemption(ctx, ev, signals, pods, ours),
         collectors.eviction(ctx, ev, signals, pods, ours),
         collectors.image(ctx, ev, signals, pods, ours),
@@ -94,7 +99,8 @@ def report(
         if ev.signals is not None or ev.pods is not None or ev.pod_reasons is not None:
             notes.add(
                 STEP,
-                "No OOM kill, priority preemption, node-pressure eviction or image pull "
+                "No OOM kill, accelerator out of memory, priority preemption, node-pressure "
+                "eviction or image pull "
                 f"failure of {ctx.workload or 'the workload'}'s pods.",
                 RootCause.OUT_OF_MEMORY,
                 supports=False,
