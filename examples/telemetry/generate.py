@@ -5336,6 +5336,942 @@ def scenario_eviction_then_faulty_host() -> Scenario:
     return sc
 
 
+# --- accelerator faults: NVIDIA Xids, CUDA errors, GPU and TPU memory -----------------------
+#
+# Every failure line below is a wording of the signature catalog
+# (shared/loopbreaker/signals/catalog/*.toml); the comment beside it names the source of the
+# catalog example it copies. Only the variable parts (PCI address, pid, sizes, times) differ.
+
+#: PCI bus of the eight H100s of an a3-highgpu-8g VM, as nvidia-smi lists them (0000:BB:00.0).
+A3_GPU_BUS = ("04", "05", "0a", "0b", "84", "85", "8a", "8b")
+#: The GPU driver of these nodes (GKE's default driver for 1.32; 535 prints pid= and name=).
+GPU_DRIVER = "535.183.01"
+TORCHRUN = "/usr/bin/python3"
+ELASTIC_MP_API = "torch/distributed/elastic/multiprocessing/api.py"
+ELASTIC_AGENT_API = "torch/distributed/elastic/agent/server/api.py"
+
+
+def kernel_at(sc: Scenario, node: Node, at_ns: int, message: str) -> dict[str, Any]:
+    """A kernel line of the node journal at an exact time (``Scenario.kernel_line`` derives
+    its own time from the minute; a driver's burst needs its lines in order)."""
+    up = max(at_ns - node.boot_ns, NS)
+    body = f"kernel: [{up // NS:>5d}.{(up % NS) // 1000:06d}] {message}"
+    return sc.node_log(node, at_ns, f"{syslog_stamp(at_ns)} {node.name} {body}")
+
+
+def gpu_uuid(node: Node, gpu: int) -> str:
+    return "GPU-" + rand_uuid("gpu-uuid", node.name, gpu)
+
+
+def xid_burst(
+    sc: Scenario,
+    node: Node,
+    at_ns: int,
+    lines: list[tuple[int, str]],
+    *,
+    first_since_boot: bool,
+) -> int:
+    """Xid lines of one node starting at ``at_ns``: [(gpu, message after 'NVRM: ')].
+
+    Before a GPU's first Xid since the driver loaded, the driver names it once
+    (kernel_rc.c _krcLogUuidOnce): 'NVRM: GPU at PCI:...: GPU-<uuid>' and its board serial.
+    Returns the time of the last line.
+    """
+    at = at_ns
+    named: set[int] = set()
+    for gpu, message in lines:
+        bus = A3_GPU_BUS[gpu]
+        if first_since_boot and gpu not in named:
+            named.add(gpu)
+            # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+            kernel_at(sc, node, at, f"NVRM: GPU at PCI:0000:{bus}:00: {gpu_uuid(node, gpu)}")
+            at += rand_int(8_000, 40_000, "uuid-lag", node.name, gpu, at)
+            # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+            kernel_at(
+                sc,
+                node,
+                at,
+                "NVRM: GPU Board Serial Number: "
+                f"{rand_int(1_650_000_000_000, 1_659_999_999_999, 'serial', node.name, gpu)}",
+            )
+            at += rand_int(8_000, 40_000, "serial-lag", node.name, gpu, at)
+        kernel_at(sc, node, at, f"NVRM: Xid (PCI:0000:{bus}:00): {message}")
+        at += rand_int(20_000, 900_000, "xid-lag", node.name, gpu, at)
+    return at
+
+
+def driver_loaded(sc: Scenario, node: Node) -> None:
+    """The driver's banner when the node boots again (after an outage)."""
+    at = node.boot_ns + rand_int(14 * NS, 19 * NS, "nvload", node.name, node.boot_ns)
+    # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+    kernel_at(
+        sc,
+        node,
+        at,
+        f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {GPU_DRIVER}  Sun May 12 19:39:15 UTC "
+        "2024",
+    )
+
+
+def elastic_prefix(level: str, ns: int, pid: int, where: str) -> str:
+    """torch.distributed.elastic's log prefix from PyTorch 2.4 on (milliseconds, then 000)."""
+    d = dt(ns)
+    return f"{level}{d:%m%d} {d:%H:%M:%S}.{(ns % NS) // 1_000_000:03d}000 {pid} {where}]"
+
+
+def torchrun_startup(sc: Scenario, pod: AnyPod, m: float, agent_pid: int) -> None:
+    """torchrun's agent forming its worker group (one pod, stderr as Python logging writes)."""
+    at = sc.ctx.at(m, "torchrun-start", pod.name)
+    lines = [
+        # pytorch.toml quiet (source: https://github.com/pytorch/pytorch/issues/147064)
+        f"{elastic_prefix('I', at, agent_pid, ELASTIC_AGENT_API + ':677')} [default] "
+        "Rendezvous'ing worker group",
+        # pytorch.toml quiet (source: pytorch/pytorch v2.4.0
+        # torch/distributed/elastic/agent/server/api.py)
+        f"{elastic_prefix('I', at + 2_300_000_000, agent_pid, ELASTIC_AGENT_API + ':525')} "
+        "[default] Rendezvous complete for workers. Result:",
+    ]
+    for i, text in enumerate(lines):
+        sc.container_log(pod, m, text, stderr=True, at_ns=at + i * 2_300_000_000)
+
+
+def torchrun_failure(
+    sc: Scenario,
+    pod: AnyPod,
+    at_ns: int,
+    *,
+    agent_pid: int,
+    local_rank: int,
+    pid: int,
+    exitcode: int,
+    others: list[int],
+) -> int:
+    """What torchrun prints when a local worker fails: the other workers are sent SIGTERM,
+    the failure, then ChildFailedError's report. ``others`` = pids of the other workers.
+    Returns the time of the last line."""
+    api = ELASTIC_MP_API
+    lines: list[tuple[int, str]] = []
+    t = at_ns
+    for other in others:
+        t += rand_int(300_000, 2_000_000, "sigterm", pod.name, other, at_ns)
+        # pytorch.toml quiet (source: https://github.com/hpcaitech/ColossalAI/issues/3514)
+        lines.append(
+            (
+                t,
+                f"{elastic_prefix('W', t, agent_pid, api + ':897')} Sending process {other} "
+                "closing signal SIGTERM",
+            )
+        )
+    t += rand_int(1_200_000_000, 2_600_000_000, "fail-line", pod.name, at_ns)
+    # pytorch.toml pytorch.elastic_worker_failed
+    # (source: https://github.com/pytorch/pytorch/issues/147064)
+    lines.append(
+        (
+            t,
+            f"{elastic_prefix('E', t, agent_pid, api + ':869')} failed (exitcode: {exitcode}) "
+            f"local_rank: {local_rank} (pid: {pid}) of binary: {TORCHRUN}",
+        )
+    )
+    t += rand_int(200_000_000, 400_000_000, "cfe", pod.name, at_ns)
+    # pytorch.toml pytorch.child_failed_error (source: https://github.com/meta-llama/llama/issues/706)
+    lines.append((t, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"))
+    # pytorch.toml pytorch.elastic_root_cause
+    # (source: https://github.com/open-mmlab/mmsegmentation/issues/3106)
+    lines.append((t + 400_000, "Root Cause (first observed failure):"))
+    # pytorch.toml pytorch.elastic_root_cause (source: https://github.com/pytorch/pytorch/issues/121209;
+    # the -6 form: https://github.com/open-mmlab/mmsegmentation/issues/3106)
+    lines.append((t + 800_000, f"  exitcode  : {exitcode} (pid: {pid})"))
+    # pytorch.toml quiet (source: https://github.com/open-mmlab/mmsegmentation/issues/3106)
+    lines.append((t + 900_000, "  error_file: <N/A>"))
+    if exitcode < 0:
+        signal = {-6: "SIGABRT", -9: "SIGKILL", -11: "SIGSEGV"}[exitcode]
+        # pytorch.toml pytorch.elastic_root_cause
+        # (source: https://github.com/open-compass/VLMEvalKit/issues/1131)
+        lines.append(
+            (t + 1_000_000, f"  traceback : Signal {-exitcode} ({signal}) received by PID {pid}")
+        )
+    else:
+        # pytorch.toml quiet (source: https://github.com/pytorch/pytorch/issues/121209)
+        lines.append(
+            (
+                t + 1_000_000,
+                "  traceback : To enable traceback see: "
+                "https://pytorch.org/docs/stable/elastic/errors.html",
+            )
+        )
+    for at, text in lines:
+        sc.container_log(pod, dt_minutes(sc, at), text, stderr=True, at_ns=at)
+    return lines[-1][0]
+
+
+def torchrun_stopped(sc: Scenario, pod: AnyPod, m: float, agent_pid: int, worker_pid: int) -> None:
+    """A pod the controller stops (SIGTERM to the container): its torchrun shuts down."""
+    at = sc.ctx.at(m, "death", pod.name)
+    # pytorch.toml quiet (source: pytorch/pytorch v2.9.0
+    # torch/distributed/elastic/agent/server/api.py)
+    sc.container_log(
+        pod,
+        m,
+        f"{elastic_prefix('W', at, agent_pid, ELASTIC_AGENT_API + ':725')} Received 15 death "
+        "signal, shutting down workers",
+        stderr=True,
+        at_ns=at,
+    )
+    t = at + rand_int(400_000, 2_000_000, "death-term", pod.name)
+    # pytorch.toml quiet (source: https://github.com/hpcaitech/ColossalAI/issues/3514)
+    sc.container_log(
+        pod,
+        m,
+        f"{elastic_prefix('W', t, agent_pid, ELASTIC_MP_API + ':897')} Sending process "
+        f"{worker_pid} closing signal SIGTERM",
+        stderr=True,
+        at_ns=t,
+    )
+
+
+def torch_size(gib: float) -> str:
+    """A size as PyTorch's allocator prints it (c10 format_size: MiB below 1 GiB)."""
+    if gib < 1:
+        return f"{gib * 1024:.2f} MiB"
+    return f"{gib:.2f} GiB"
+
+
+def dt_minutes(sc: Scenario, at_ns: int) -> float:
+    """Minutes from the issue time (only used to key a log line whose time is pinned)."""
+    return (at_ns - sc.ctx.t_ns) / (60 * NS)
+
+
+def worker_pids(pod: AnyPod, base_key: object = "") -> tuple[int, list[int]]:
+    """(torchrun agent pid, the 8 local workers' pids) inside the container."""
+    agent = rand_int(7, 40, "agent-pid", pod.name, base_key)
+    first = rand_int(180, 420, "worker-pid", pod.name, base_key)
+    return agent, [first + i for i in range(8)]
+
+
+def cuda_error_lines(sc: Scenario, pod: AnyPod, at_ns: int, rank: int, error: str) -> int:
+    """A rank's CUDA error and the hints PyTorch appends (c10/cuda/CUDAMiscFunctions.cpp);
+    the excepthook PyTorch 2.3+ installs prefixes every line with '[rankN]: '."""
+    lines = [
+        f"[rank{rank}]: RuntimeError: CUDA error: {error}",
+        # nvidia.toml quiet (source: https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194)
+        f"[rank{rank}]: CUDA kernel errors might be asynchronously reported at some other API "
+        "call, so the stacktrace below might be incorrect.",
+        # nvidia.toml quiet (source: https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194)
+        f"[rank{rank}]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+        # nvidia.toml quiet (source: https://github.com/jade-hpc-gpu/jade-hpc-gpu.github.io/issues/194)
+        f"[rank{rank}]: Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]
+    t = at_ns
+    for i, text in enumerate(lines):
+        sc.container_log(pod, dt_minutes(sc, t), text, stderr=True, at_ns=t)
+        t += rand_int(30_000, 300_000, "cuda-hint", pod.name, rank, i, at_ns)
+    return t
+
+
+def a3_pool(
+    sc: Scenario,
+    count: int,
+    *,
+    pool: str = "a3-pool",
+    suffixes: list[str] | None = None,
+    host_ids: dict[int, str] | None = None,
+) -> list[Node]:
+    """A3 High nodes on a reserved block (gce-topology-* labels), 8 x H100 80GB each."""
+    return sc.add_pool(
+        pool,
+        "a3-highgpu-8g",
+        count,
+        suffixes=suffixes,
+        hosts=True,
+        host_ids=host_ids,
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+
+
+def a3_jobset(ctx: Context, image: str, container: str = "pytorch") -> JobSetSpec:
+    return JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container=container,
+        image=image,
+        resources={"cpu": "200", "memory": "1700Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+
+
+def gpu_host_outage(sc: Scenario, node: Node, m0: float, unknown: int = 3) -> None:
+    """The node stops posting status after its GPU fault (Ready Unknown, then False, then
+    True again), with the node controller's NodeNotReady and the driver loading on boot."""
+    down = math.ceil(m0 + 0.1)
+    sc.outage(node, down, unknown, 1)
+    sc.event_node(node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady")
+    driver_loaded(sc, node)
+
+
+def scenario_gpu_xid_application() -> Scenario:
+    ctx = Context(
+        project="corvid-ml-research",
+        location="us-east5",
+        zone="us-east5-a",
+        cluster="a3-kernels-use5",
+        namespace="moe",
+        workload="moe-16b-fp8",
+        issue_time="2026-03-24T19:40:00Z",
+    )
+    sc = Scenario(
+        "gpu-xid-application-every-rank",
+        "A3 High JobSet (1 x 4 pods, 8 H100 each, 32 ranks, reserved block) training a MoE "
+        "model with a custom FP8 token-dispatch kernel. At T-9.4m and again at T+2.6m (two "
+        "attempts, 12 minutes apart) the kernel reads out of bounds on every rank: in the same "
+        "second all 4 nodes log an application-class Xid on each GPU (Xid 31 MMU fault; Xid 13 "
+        "Graphics SM Warp Exception on two GPUs of nodes 1 and 3), every rank raises CUDA "
+        "error: an illegal memory access was encountered, and each pod's torchrun reports "
+        "failed (exitcode: 1) and ChildFailedError. The JobSet restarts (2 -> 4). Nodes stay "
+        "Ready throughout: one fault of the job on every rank, not four hosts failing.",
+        ctx,
+        expect("application", "inspect_application"),
+    )
+    nodes = a3_pool(sc, 4)
+    spec = a3_jobset(ctx, "us-east5-docker.pkg.dev/corvid-ml-research/moe/moe-trainer:0.7.3-cu126")
+    fails = [-9.4, 2.6]
+    restarts = [math.ceil(f) + 1 for f in fails]
+    sc.add_jobset(spec, 2, restarts)
+    starts = [-400, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {g: math.ceil(fails[k]) for g in range(4)} if end is not None else None
+        sc.attempt(spec, 2 + k, start, end, nodes, failed_at=failed)
+    sc.training_noise(spec, "megatron", every=3)
+    for k, (m0, r) in enumerate(zip(fails, restarts, strict=True)):
+        second = ctx.t_ns + math.floor(m0 * 60) * NS
+        for i, node in enumerate(nodes):
+            pod = sc.pod(spec, 2 + k, i)
+            agent, pids = worker_pids(pod)
+            host_pid = rand_int(40_000, 3_000_000, "host-pid", node.name, k)
+            lines: list[tuple[int, str]] = []
+            for gpu in range(8):
+                if i in (1, 3) and gpu in (2, 5):
+                    # nvidia.toml nvidia.xid, Xid 13 (source: https://github.com/leptonai/gpud/pull/46)
+                    lines.append(
+                        (
+                            gpu,
+                            "13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on "
+                            f"(GPC {rand_int(0, 8, 'gpc', node.name, gpu, k)}, TPC "
+                            f"{rand_int(0, 9, 'tpc', node.name, gpu, k)}, SM 0): Illegal "
+                            "Instruction Parameter",
+                        )
+                    )
+                    continue
+                # nvidia.toml nvidia.xid, Xid 31 (source: https://github.com/akash-network/support/issues/244;
+                # name=pt_main_thread as in that source's Xid 43 line)
+                lines.append(
+                    (
+                        gpu,
+                        f"31, pid={host_pid + gpu}, name=pt_main_thread, Ch 00000008, intr "
+                        "00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_"
+                        f"{rand_int(0, 16, 'gpcc', node.name, gpu, k)} faulted @ "
+                        f"0x7f{rand_hex(2, 'va1', node.name, gpu, k)}_"
+                        f"{rand_hex(8, 'va2', node.name, gpu, k)}. Fault is of type FAULT_PDE "
+                        "ACCESS_TYPE_VIRT_READ",
+                    )
+                )
+            start_at = second + rand_int(60_000_000, 400_000_000, "burst", node.name, k)
+            xid_burst(sc, node, start_at, lines, first_since_boot=(k == 0))
+            # Every rank's process sees the fault at its next synchronisation.
+            t = second + NS + rand_int(0, 500_000_000, "sync", node.name, k)
+            last = t
+            for local in range(8):
+                at = t + rand_int(1_000_000, 80_000_000, "rank-err", pod.name, local)
+                # nvidia.toml nvidia.cuda_application_error
+                # (source: https://github.com/VITA-Group/TEGNAS/issues/19)
+                last = max(
+                    last,
+                    cuda_error_lines(
+                        sc, pod, at, 8 * i + local, "an illegal memory access was encountered"
+                    ),
+                )
+            torchrun_failure(
+                sc,
+                pod,
+                last,
+                agent_pid=agent,
+                local_rank=0,
+                pid=pids[0],
+                exitcode=1,
+                others=[],
+            )
+        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {3 + k}")
+    sc.kubelet_noise()
+    return sc
+
+
+def outage_back(m0: float, unknown: int = 3) -> int:
+    """The first Ready minute after ``gpu_host_outage(…, m0, unknown)``."""
+    return math.ceil(m0 + 0.1) + unknown + 1
+
+
+def gpu_fault_episode(
+    sc: Scenario,
+    pod: Pod,
+    m0: float,
+    gpu: int,
+    xids: list[str],
+    *,
+    error: str | None,
+    exitcode: int,
+    outage: bool,
+    banner: bool = True,
+) -> None:
+    """One GPU of ``pod``'s node faults at T+m0: the driver's Xid lines, the rank on that
+    GPU dies (its CUDA error, or an abort), torchrun reports it; the node may go NotReady."""
+    ctx = sc.ctx
+    node = pod.node
+    assert node is not None
+    second = ctx.t_ns + math.floor(m0 * 60) * NS
+    start_at = second + rand_int(100_000_000, 600_000_000, "xid-at", node.name, m0)
+    xid_burst(sc, node, start_at, [(gpu, x) for x in xids], first_since_boot=True)
+    agent, pids = worker_pids(pod)
+    rank = 8 * (pod.j * pod.spec.parallelism + pod.p) + gpu
+    t = start_at + rand_int(300_000_000, 900_000_000, "app-sees", node.name, m0)
+    if error is not None:
+        last = cuda_error_lines(sc, pod, t, rank, error)
+    else:
+        # pytorch.toml pytorch.fatal_python_error (source: python/cpython v3.11.7
+        # Modules/faulthandler.c)
+        sc.container_log(pod, m0, "Fatal Python error: Aborted", stderr=True, at_ns=t)
+        last = t
+    torchrun_failure(
+        sc,
+        pod,
+        last,
+        agent_pid=agent,
+        local_rank=gpu,
+        pid=pids[gpu],
+        exitcode=exitcode,
+        others=[p for i, p in enumerate(pids) if i != gpu],
+    )
+    if outage:
+        sc.outage(node, math.ceil(m0 + 0.1), 3, 1)
+        sc.event_node(
+            node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
+        )
+        if banner:
+            driver_loaded(sc, node)
+
+
+def stop_others(sc: Scenario, spec: JobSetSpec, attempt: int, failed: int, m: float) -> None:
+    """The JobSet restart deletes the attempt's other pods: their torchrun shuts down."""
+    for g in range(spec.size):
+        if g == failed:
+            continue
+        pod = sc.pod(spec, attempt, g)
+        agent, pids = worker_pids(pod)
+        torchrun_stopped(sc, pod, m, agent, pids[0])
+
+
+XID48_HOST = "d41c7e9a2b6f08e35a1c9d7f4e2b6a80"
+
+
+def scenario_gpu_xid_hardware_twice() -> Scenario:
+    ctx = Context(
+        project="halcyon-genai",
+        location="us-central1",
+        zone="us-central1-a",
+        cluster="a3-prod-usc1",
+        namespace="training",
+        workload="llama3-70b-cpt",
+        issue_time="2026-07-08T11:25:00Z",
+    )
+    sc = Scenario(
+        "gpu-xid-hardware-twice",
+        "A3 High JobSet (1 x 4 pods, reserved block). GPU 6 (PCI 0000:8a:00) of node "
+        f"...-k2w8 on physical host {XID48_HOST} reports an uncorrectable double-bit ECC error "
+        "(Xid 48, then Xid 63 row remapping) at T-14.3m and again at T+0.7m, 15 minutes "
+        "apart. Each time rank 30 dies with CUDA error: uncorrectable ECC error encountered, "
+        "torchrun reports failed (exitcode: 1), the JobSet restarts (5 -> 7) and the node is "
+        "reset (Ready Unknown for 3 samples, then False, NodeNotReady; the driver loads again "
+        "on boot); the new pod waits for the node. There is no Compute Engine hostError or "
+        "TerminationEvent: the Xid is the evidence. Two hardware faults of one host: "
+        "faulty_host.",
+        ctx,
+        {},
+    )
+    nodes = a3_pool(sc, 4, suffixes=["f5n1", "p8c3", "r4t6", "k2w8"], host_ids={3: XID48_HOST})
+    bad = nodes[3]
+    sc.expect = expect(
+        "faulty_host", "isolate_host", [{"host": XID48_HOST, "nodes": [bad.name], "failures": 2}]
+    )
+    spec = a3_jobset(ctx, "us-central1-docker.pkg.dev/halcyon-genai/llm/cpt-trainer:2026.06.30")
+    eps = [-14.3, 0.7]
+    restarts = [math.ceil(e) + 1 for e in eps]
+    backs = [outage_back(e) for e in eps]
+    sc.add_jobset(spec, 5, restarts)
+    sc.attempt(spec, 5, -500, restarts[0], nodes, failed_at={3: math.ceil(eps[0])})
+    sc.attempt(
+        spec,
+        6,
+        restarts[0],
+        restarts[1],
+        nodes,
+        running_from={3: backs[0] + 1},
+        failed_at={3: math.ceil(eps[1])},
+    )
+    sc.attempt(spec, 7, restarts[1], None, nodes, running_from={3: backs[1] + 1})
+    gpu = 6
+    for k, m0 in enumerate(eps):
+        phys = f"0x{rand_hex(9, 'phys', k)}"
+        xids = [
+            # nvidia.toml nvidia.xid, Xid 48 (source: https://github.com/NVIDIA/gpu-operator/issues/1146)
+            "48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has "
+            f"been detected on GPU in the framebuffer at physAddr {phys} partition "
+            f"{rand_int(0, 8, 'part', k)}, subpartition {rand_int(0, 2, 'sub', k)}.",
+            # nvidia.toml nvidia.xid, Xid 63 (source: https://github.com/stas00/ml-engineering/blob/7bc7c3054eb93c277a4755c597ae0864d77a63f1/compute/accelerator/nvidia/debug.md;
+            # pid='<unknown>', name=<unknown> as the 535 driver prints them)
+            "63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping, "
+            "reset gpu to activate.",
+        ]
+        gpu_fault_episode(
+            sc,
+            sc.pod(spec, 5 + k, 3),
+            m0,
+            gpu,
+            xids,
+            # nvidia.toml nvidia.cuda_uncorrectable_hardware_error
+            # (source: https://github.com/vllm-project/vllm/issues/5222)
+            error="uncorrectable ECC error encountered",
+            exitcode=1,
+            outage=True,
+        )
+        stop_others(sc, spec, 5 + k, 3, restarts[k] - 0.5)
+        jobset_event(
+            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {6 + k}"
+        )
+    sc.training_noise(spec, "hf")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_gpu_xid_hardware_once() -> Scenario:
+    ctx = Context(
+        project="tidewater-ai",
+        location="europe-west4",
+        zone="europe-west4-b",
+        cluster="a3-vision-euw4",
+        namespace="vision",
+        workload="vit-22b-pretrain",
+        issue_time="2026-10-27T15:50:00Z",
+    )
+    sc = Scenario(
+        "gpu-xid-hardware-once",
+        "A3 High JobSet (1 x 4 pods, reserved block). At T-4.3m GPU 3 (PCI 0000:0b:00) of "
+        "node 2 reports an uncontained memory error (Xid 95, 'Uncontained: LTC TAG ... RST: "
+        "Yes'): rank 19 dies with CUDA error: uncorrectable ECC error encountered, torchrun "
+        "reports failed (exitcode: 1), the JobSet restarts (3 -> 4) and the node is reset "
+        "once (Ready Unknown for 3 samples, then False, NodeNotReady); the new pod waits "
+        "for it. One hardware fault of one host inside the window: host_error, watch it.",
+        ctx,
+        {},
+    )
+    nodes = a3_pool(sc, 4)
+    bad = nodes[2]
+    sc.expect = expect(
+        "host_error", "watch_host", [{"host": bad.host, "nodes": [bad.name], "failures": 1}]
+    )
+    spec = a3_jobset(ctx, "europe-west4-docker.pkg.dev/tidewater-ai/vision/vit-trainer:3.2.0")
+    m0 = -4.3
+    restart = math.ceil(m0) + 1
+    sc.add_jobset(spec, 3, [restart])
+    sc.attempt(spec, 3, -600, restart, nodes, failed_at={2: math.ceil(m0)})
+    sc.attempt(spec, 4, restart, None, nodes, running_from={2: outage_back(m0) + 1})
+    gpu_fault_episode(
+        sc,
+        sc.pod(spec, 3, 2),
+        m0,
+        3,
+        # nvidia.toml nvidia.xid, Xid 95 (source: NVIDIA/open-gpu-kernel-modules 570.86.15
+        # src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_error_cont_ga100.c)
+        [
+            f"95, pid={rand_int(40_000, 900_000, 'x95pid')}, Uncontained: LTC TAG (0x2, 0x1). "
+            "RST: Yes, D-RST: No"
+        ],
+        # nvidia.toml nvidia.cuda_uncorrectable_hardware_error
+        # (source: https://github.com/vllm-project/vllm/issues/5222)
+        error="uncorrectable ECC error encountered",
+        exitcode=1,
+        outage=True,
+        banner=False,  # the 570 driver's banner is not in the catalog
+    )
+    stop_others(sc, spec, 3, 2, restart - 0.5)
+    jobset_event(sc, spec, restart - 0.55, "Restarting", "restarting jobset, attempt 4")
+    sc.training_noise(spec, "diffusion")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_gpu_xid79_stays_ready() -> Scenario:
+    ctx = Context(
+        project="lyra-foundation",
+        location="us-east4",
+        zone="us-east4-b",
+        cluster="a3-sft-use4",
+        namespace="sft",
+        workload="qwen2-72b-sft",
+        issue_time="2026-12-15T06:35:00Z",
+    )
+    sc = Scenario(
+        "gpu-xid79-node-stays-ready",
+        "A3 High JobSet (1 x 4 pods) on a 5-node reserved pool (one spare). At T-6.4m GPU 5 "
+        "(PCI 0000:85:00) of node ...-h7q2 falls off the bus (Xid 79): rank 13 aborts (Fatal "
+        "Python error: Aborted, torchrun failed (exitcode: -6), Signal 6 (SIGABRT)) and the "
+        "JobSet restarts (1 -> 2); the new pod 1 runs on the spare node. The node itself "
+        "never goes NotReady (node_status_condition Ready=True all along, no hostError, no "
+        "TerminationEvent, no NodeNotReady); the device plugin reports 7 allocatable GPUs "
+        "on it since. A hardware Xid is a host fault even on a Ready node: host_error.",
+        ctx,
+        {},
+    )
+    nodes = a3_pool(sc, 5, suffixes=["b3m9", "h7q2", "n2x5", "t6c1", "w8d4"])
+    bad, spare = nodes[1], nodes[4]
+    sc.expect = expect(
+        "host_error", "watch_host", [{"host": bad.host, "nodes": [bad.name], "failures": 1}]
+    )
+    spec = a3_jobset(ctx, "us-east4-docker.pkg.dev/lyra-foundation/sft/sft-trainer:1.9.4")
+    m0 = -6.4
+    restart = math.ceil(m0) + 1
+    sc.add_jobset(spec, 1, [restart])
+    sc.attempt(spec, 1, -520, restart, nodes[:4], failed_at={1: math.ceil(m0)})
+    sc.attempt(spec, 2, restart, None, [nodes[0], spare, nodes[2], nodes[3]])
+    gpu_fault_episode(
+        sc,
+        sc.pod(spec, 1, 1),
+        m0,
+        5,
+        # nvidia.toml nvidia.xid, Xid 79 (source: https://github.com/akash-network/support/issues/209)
+        ["79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."],
+        error=None,
+        exitcode=-6,
+        outage=False,
+    )
+    stop_others(sc, spec, 1, 1, restart - 0.5)
+    jobset_event(sc, spec, restart - 0.55, "Restarting", "restarting jobset, attempt 2")
+
+    def seven_gpus(item: dict[str, Any]) -> None:
+        # nvidia-gpu-device-plugin marks the lost GPU unhealthy: allocatable drops to 7.
+        item["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+
+    sc.node_hooks[bad.name] = seven_gpus
+    sc.training_noise(spec, "megatron", every=3)
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_gpu_cuda_oom() -> Scenario:
+    ctx = Context(
+        project="aster-llm",
+        location="us-west4",
+        zone="us-west4-a",
+        cluster="a3-llm-usw4",
+        namespace="finetune",
+        workload="llama3-70b-lora",
+        issue_time="2026-05-28T22:10:00Z",
+        workload_kind="pytorchjob",
+    )
+    sc = Scenario(
+        "gpu-cuda-out-of-memory",
+        "Kubeflow PyTorchJob (Master + 3 Workers, one A3 High node and 8 H100 each, 32 ranks, "
+        "restartPolicy ExitCode; the container runs torchrun under 'bash -c ... || exit 128' "
+        "so that a failed run exits with a retryable code). Each attempt resumes from the "
+        "same checkpoint and, 18 minutes of training later, reaches the same long-sequence "
+        "batch: every rank dies of torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 3.91 GiB (the logits), each pod's torchrun reports failed (exitcode: 1) "
+        "and ChildFailedError, all 4 pods exit 128 and the operator re-creates them "
+        "(T-27.6m, T-6.6m, T+14.4m: 3 attempts; two PyTorchJobRestarting events, 1 Master "
+        "and 3 Worker replica(s), and two counter steps per restart: "
+        "training_operator_jobs_restarted_total{job_namespace=finetune,framework=pytorch} "
+        "3 -> 9). Nodes stay Ready; no host is suspect.",
+        ctx,
+        expect("gpu_out_of_memory", "fix_gpu_memory"),
+    )
+    nodes = a3_pool(sc, 4)
+    gpu_res = {"cpu": "200", "memory": "1700Gi", "nvidia.com/gpu": "8"}
+    select = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
+    spec = KubeflowSpec(
+        name=ctx.workload,
+        api_kind="PyTorchJob",
+        replicas={"Master": 1, "Worker": 3},
+        image="us-west4-docker.pkg.dev/aster-llm/finetune/llama-sft:2.5.1-cu124",
+        resources={"Master": gpu_res, "Worker": gpu_res},
+        node_selector={"Master": select, "Worker": select},
+        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
+        env=[
+            {"name": "NCCL_DEBUG", "value": "INFO"},
+            {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
+        ],
+        command=[
+            "/bin/bash",
+            "-c",
+            "torchrun --nnodes=4 --nproc-per-node=8 --node-rank=$RANK "
+            "--master-addr=$MASTER_ADDR --master-port=$MASTER_PORT /workspace/sft.py "
+            "--config=/config/llama3-70b-lora.yaml || exit 128",
+        ],
+    )
+    placement = {("Master", 0): nodes[0]}
+    placement.update({("Worker", i): nodes[i + 1] for i in range(3)})
+    fails = [-27.6, -6.6, 14.4]
+    restarts = [math.ceil(f) + 1 for f in fails]
+    starts = [-400, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {key: math.ceil(fails[k]) for key in placement} if end is not None else None
+        sc.kf_pods(
+            spec,
+            ctx.namespace,
+            k,
+            start,
+            end,
+            placement,
+            failed_at=failed,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            sc.kf_restart(
+                [
+                    p
+                    for p in sc.pods
+                    if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
+                ],
+                end,
+                128,
+            )
+    sc.operator_counter(ctx.namespace, "pytorch", 3, [r for r in restarts for _ in range(2)])
+
+    # The Master's log: torchrun and NCCL start-up, HF Trainer steps every 3 minutes,
+    # checkpoints every 200 steps (25 minutes, longer than an attempt lives): every attempt
+    # resumes from checkpoint 61200 and meets the bad batch at step 61344, 18 minutes on.
+    rate, save_every, bad_step, ckpt = 8, 200, 61_344, 61_200
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else LAST_MINUTE + 1
+        run = start + 1
+        pods = [sc.kf_pod(spec, rtype, i, k) for rtype, i in placement]
+        master = pods[0]
+        # step(m) = base_step + (m - base_m) * rate
+        if k == 0:
+            base_m, base_step = fails[0], bad_step
+        else:
+            base_m, base_step = start + 1.4, ckpt
+        if run >= FIRST_MINUTE:
+            for pod in pods:
+                agent, _ = worker_pids(pod, k)
+                torchrun_startup(sc, pod, run + 0.1, agent)
+            t = ctx.at(run + 0.35, "pt-start", master.name, k)
+            pid = rand_int(180, 420, "worker-pid", master.name, k)
+            nccl_lines = [
+                # nccl.toml quiet (source: NVIDIA/nccl v2.21.5-1 src/bootstrap.cc)
+                f"{master.name}:{pid}:{pid} [0] NCCL INFO Bootstrap : Using eth0:{master.ip}<0>",
+                # nccl.toml quiet (source: NVIDIA/nccl v2.20.5-1 src/init.cc; this image's 2.21.5)
+                "NCCL version 2.21.5+cuda12.4",
+                # nccl.toml quiet (source: NVIDIA/nccl v2.21.5-1 src/init.cc)
+                f"{master.name}:{pid}:{pid + 41} [0] NCCL INFO ncclCommInitRank comm "
+                f"0x55{rand_hex(10, 'comm', k)} rank 0 nranks 32 cudaDev 0 nvmlDev 0 busId "
+                f"4000 commId 0x{rand_hex(16, 'commid', k)} - Init COMPLETE",
+            ]
+            for i, line in enumerate(nccl_lines):
+                sc.container_log(master, run + 0.35, line, at_ns=t + i * 60_000_000)
+        for m in range(max(run + 1, FIRST_MINUTE), min(end, LAST_MINUTE + 1)):
+            if k < len(fails) and m >= math.floor(fails[k]):
+                break
+            if m + 0.5 < base_m and k > 0:
+                continue
+            step = base_step + int((m + 0.5 - base_m) * rate)
+            prev = base_step + int((m - 0.5 - base_m) * rate)
+            saved = (step // save_every) * save_every
+            if prev < saved <= step and saved > (ckpt if k else 0):
+                # pytorch.toml quiet (source: huggingface/transformers v4.40.0
+                # src/transformers/trainer.py)
+                sc.container_log(
+                    master,
+                    m + 0.8,
+                    f"Saving model checkpoint to /ckpt/{spec.name}/checkpoint-{saved}",
+                    key=("ckpt", k, m),
+                )
+            if (m - run) % 3 != 1:
+                continue
+            loss = 1.3 * math.exp(-step / 90_000) + 0.82 + rand_float(-0.02, 0.02, "ll", step)
+            sc.container_log(
+                master,
+                m + 0.5,
+                f"{{'loss': {loss:.4f}, 'grad_norm': {rand_float(0.2, 0.6, 'gn', step):.4f}, "
+                f"'learning_rate': {rand_float(1.1e-5, 1.3e-5, 'lr', step):.4e}, "
+                f"'epoch': {step / 98_000:.2f}}}",
+                key=("train", k, m),
+            )
+        if k == len(fails):
+            break
+        # The long-sequence batch: every rank runs out of GPU memory within a second.
+        m0 = fails[k]
+        second = ctx.t_ns + math.floor(m0 * 60) * NS
+        for g, pod in enumerate(pods):
+            agent, pids = worker_pids(pod, k)
+            last = second
+            for local in range(8):
+                at = second + rand_int(50_000_000, 950_000_000, "oom", pod.name, local, k)
+                free = rand_float(0.9, 2.8, "free", pod.name, local, k)
+                in_use = 79.11 - free
+                reserved = rand_float(0.8, 2.9, "resv", pod.name, local, k)
+                allocated = in_use - reserved - rand_float(1.1, 1.6, "ctx", pod.name, local, k)
+                # pytorch.toml pytorch.cuda_oom_caching_allocator
+                # (source: pytorch/pytorch v2.4.0 c10/cuda/CUDACachingAllocator.cpp)
+                sc.container_log(
+                    pod,
+                    m0,
+                    f"[rank{8 * g + local}]: torch.OutOfMemoryError: CUDA out of memory. Tried "
+                    f"to allocate 3.91 GiB. GPU {local} has a total capacity of 79.11 GiB of "
+                    f"which {torch_size(free)} is free. Process "
+                    f"{rand_int(40_000, 900_000, 'nvml-pid', pod.name, local, k)} has "
+                    f"{torch_size(in_use)} memory in use. Of the allocated memory "
+                    f"{torch_size(allocated)} is allocated by PyTorch, and {torch_size(reserved)} "
+                    "is reserved by "
+                    "PyTorch but unallocated. If reserved but unallocated memory is large try "
+                    "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+                    "fragmentation.  See documentation for Memory Management  "
+                    "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+                    stderr=True,
+                    at_ns=at,
+                )
+                last = max(last, at)
+            torchrun_failure(
+                sc,
+                pod,
+                last,
+                agent_pid=agent,
+                local_rank=0,
+                pid=pids[0],
+                exitcode=1,
+                others=[],
+            )
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_tpu_hbm_oom() -> Scenario:
+    ctx = Context(
+        project="atlas-tpu-research",
+        location="us-east5",
+        zone="us-east5-a",
+        cluster="v5p-train-use5",
+        namespace="llm",
+        workload="gemma2-27b-pretrain",
+        issue_time="2026-09-09T08:45:00Z",
+    )
+    sc = Scenario(
+        "tpu-hbm-out-of-memory",
+        "TPU v5p slice (2x2x4, 4 hosts, reserved block) running a MaxText JobSet created at "
+        "T-43m. Every attempt restores the last checkpoint, trains, and about 13 minutes in "
+        "compiles the eval step for its first evaluation: on all 4 workers XLA fails with "
+        "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+        "space hbm (Used 97.82G of 95.74G hbm), the workers exit and the JobSet restarts "
+        "(0 -> 4 at T-27m, T-11m, T+5m, T+21m). Nodes stay Ready, no interruption: the "
+        "program needs more HBM than the chip has.",
+        ctx,
+        expect("gpu_out_of_memory", "fix_gpu_memory"),
+    )
+    tpu = sc.add_pool(
+        "v5p-pool",
+        "ct5p-hightpu-4t",
+        4,
+        hosts=True,
+        labels=tpu_labels("tpu-v5p-slice", "2x2x4"),
+        capacity=tpu_capacity(208, 463475916),
+        taints=TPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="maxtext",
+        image="us-docker.pkg.dev/atlas-tpu-research/maxtext/maxtext-runner:2026-08-28",
+        resources={"google.com/tpu": "4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+            "cloud.google.com/gke-tpu-topology": "2x2x4",
+        },
+        tolerations=TPU_TOLERATION,
+    )
+    starts = [-43, -27, -11, 5, 21]
+    fails = [s + 14.4 for s in starts[:-1]]
+    restarts = starts[1:]
+    assert restarts == [math.ceil(f) + 1 for f in fails]
+    sc.add_jobset(spec, 0, restarts)
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {g: math.ceil(fails[k]) for g in range(4)} if end is not None else None
+        group = sc.attempt(spec, k, start, end, tpu, failed_at=failed)
+        coord = group[0]
+        run = start + 1
+        for pod in group:
+            at = ctx.at(run + 0.1, "jaxdist", pod.name)
+            tid = rand_int(900, 1100, "tid", pod.name)
+            lines = []
+            if pod.coordinator:
+                # xla_tpu.toml quiet (source: jax-ml/jax jax-v0.4.30 jax/_src/distributed.py)
+                lines.append("Starting JAX distributed service on [::]:8476")
+            # xla_tpu.toml quiet (source: jax-ml/jax jax-v0.4.30 jax/_src/distributed.py)
+            lines.append(f"Connecting to JAX distributed service on {coord.ip}:8476")
+            for i, text in enumerate(lines):
+                sc.container_log(pod, run + 0.1, text, at_ns=at + i * 3_000_000)
+            t = at + rand_int(400_000_000, 1_900_000_000, "jaxconn", pod.name)
+            # xla_tpu.toml quiet (source: ROCm/xla upstream-jax-v0.6.2
+            # xla/pjrt/distributed/client.cc)
+            sc.container_log(
+                pod,
+                run + 0.1,
+                f"{glog_prefix('I', t, tid, 'client.cc:121')} Connected to distributed JAX "
+                "controller",
+                at_ns=t,
+            )
+        # MaxText's memory report after the parameters are placed (startup_lines prints
+        # "Memstats: After params initialized:" at run + 0.29).
+        t = ctx.at(run + 0.3, "memstats", coord.name)
+        for chip, coords in enumerate(("0,0,0", "1,0,0", "0,1,0", "1,1,0")):
+            used = rand_float(71.2, 71.6, "hbm-used", k, chip)
+            # xla_tpu.toml quiet (source: AI-Hypercomputer/maxtext tpu-recipes-v0.1.5
+            # src/MaxText/max_utils.py)
+            sc.container_log(
+                coord,
+                run + 0.3,
+                f"\tUsing (GB) {used:.2f} / 95.74 ({used / 95.74 * 100:.6f}%) on "
+                f"TPU_{chip}(process=0,({coords},0))",
+                at_ns=t + chip * 1_000_000,
+            )
+        if end is None:
+            continue
+        m0 = fails[k]
+        second = ctx.t_ns + math.floor(m0 * 60) * NS
+        for pod in group:
+            # xla_tpu.toml xla_tpu.hbm_compile_oom (source: https://github.com/erfanzar/EasyDeL/issues/78)
+            sc.container_log(
+                pod,
+                m0,
+                "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile "
+                "permanent error. Ran out of memory in memory space hbm. Used 97.82G of 95.74G "
+                "hbm. Exceeded hbm capacity by 2.08G.",
+                stderr=True,
+                at_ns=second + rand_int(100_000_000, 2_900_000_000, "hbm", pod.name),
+            )
+        jobset_event(
+            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {k + 1}"
+        )
+    sc.training_noise(spec, "maxtext", checkpoint_every=10)
+    sc.kubelet_noise()
+    return sc
+
+
 SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_spot_preemption,
     scenario_faulty_host,
@@ -5358,6 +6294,12 @@ SCENARIOS: list[Callable[[], Scenario]] = [
     scenario_oom_then_nccl,
     scenario_spot_with_preempted_pods,
     scenario_eviction_then_faulty_host,
+    scenario_gpu_xid_application,
+    scenario_gpu_xid_hardware_twice,
+    scenario_gpu_xid_hardware_once,
+    scenario_gpu_cuda_oom,
+    scenario_tpu_hbm_oom,
+    scenario_gpu_xid79_stays_ready,
 ]
 
 
@@ -5693,8 +6635,10 @@ def build_signals() -> dict[str, dict[str, Any]]:
         kind="worker_crash",
         **pod_exp(g1, gctx.cluster, gctx.workload),
     )
+    # The NCCL error a DistBackendError carries names the failure more sharply: the
+    # catalog reads it as nccl_error (pytorch.toml, nccl.toml).
     add(
-        "dist_backend_error",
+        "nccl_error_in_dist_backend_error",
         gs.container_log(
             coord,
             -0.4,
@@ -5703,35 +6647,38 @@ def build_signals() -> dict[str, dict[str, Any]]:
             "NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
             stderr=True,
         ),
+        kind="nccl_error",
+        **pod_exp(coord, gctx.cluster, gctx.workload),
+    )
+    # The uncaught exception as the C++ runtime reports it (pytorch.toml; a user's log:
+    # https://github.com/arrival-ltd/catalyst-rl-tutorial/issues/15).
+    add(
+        "dist_backend_error",
+        gs.container_log(
+            coord,
+            -0.35,
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            stderr=True,
+        ),
         kind="dist_backend_error",
         **pod_exp(coord, gctx.cluster, gctx.workload),
     )
+    # libtpu's wording (xla_tpu.toml: AI-Hypercomputer/maxtext 0a5e4e2c8
+    # docs/guides/monitoring_and_debugging/megascale_hang_playbook.md).
     t = ctx.at(-0.3, "mega")
     add(
         "megascale_hang_detected",
         sc.container_log(
             tpods[0],
             -0.3,
-            f"{glog_prefix('E', t, 3011, 'megascale_runtime.cc:412')} MegaScale "
-            "hang detected: no progress on DCN collective all-reduce.17 (slice 1 -> slice 0) for "
-            "300s",
+            f"{glog_prefix('E', t, 3011, 'megascale_runtime.cc:412')} Megascale detects a hang "
+            "that is likely caused by bad TPU chips on the following hosts. Please remove the "
+            "hosts from the fleet and restart the workload. If problem persists please contact "
+            "Megascale XLA team.",
             stderr=True,
         ),
         kind="megascale_hang",
         **pod_exp(tpods[0], ctx.cluster, ctx.workload),
-    )
-    t = ctx.at(-0.25, "mega2")
-    add(
-        "megascale_timed_out_waiting",
-        sc.container_log(
-            tpods[3],
-            -0.25,
-            f"{glog_prefix('F', t, 3011, 'megascale_transport.cc:207')} "
-            "Megascale: RecvOp timed out waiting for data from slice 0 worker 1 after 600s",
-            stderr=True,
-        ),
-        kind="megascale_hang",
-        **pod_exp(tpods[3], ctx.cluster, ctx.workload),
     )
 
     # --- scheduling and controllers

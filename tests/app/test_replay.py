@@ -393,3 +393,38 @@ def test_a_storm_of_oom_kills_in_one_jobset_is_one_incident_that_asks_no_approva
     assert incident["suspect_hosts"] == []
     assert "container trainer was OOM-killed (limit 160Gi)" in incident["summary"]
     assert incident["diagnoses"] == 1 and incident["notifications"] == 1
+
+
+# --- GPU and accelerator faults through the pipeline (issue 27) ---------------------------
+
+GPU_SCENARIOS = [
+    "gpu-xid-application-every-rank",
+    "gpu-xid-hardware-twice",
+    "gpu-xid-hardware-once",
+    "gpu-cuda-out-of-memory",
+    "tpu-hbm-out-of-memory",
+    "gpu-xid79-node-stays-ready",
+]
+
+
+@pytest.mark.parametrize("name", GPU_SCENARIOS)
+def test_a_gpu_fault_loop_through_the_pipeline_gets_the_offline_verdict(name: str) -> None:
+    scenario = ROOT / "examples" / "telemetry" / name
+    spec = json.loads((scenario / "scenario.json").read_text())
+    ctx, expect = spec["context"], spec["expect"]
+    result = replay_json(str(scenario / "logs.json"), "--telemetry", str(scenario))
+    key = f"{ctx['project']}/{ctx['cluster']}/workload/{ctx['namespace']}/{ctx['workload']}"
+    incidents = {i["key"]: i for i in result["incidents"]}
+    assert key in incidents, sorted(incidents)
+    incident = incidents[key]
+    assert incident["root_cause"] == expect["root_cause"]
+    assert incident["remediation_path"] == expect["remediation_path"]
+    hosts = sorted(incident["suspect_hosts"])
+    assert hosts == sorted(h["host"] for h in expect["suspect_hosts"])
+    approvals = [i for i in result["incidents"] if i["requires_approval"]]
+    if expect["root_cause"] == "faulty_host":
+        # One failing host: one approval request in the whole replay, for that host.
+        assert len(approvals) == 1, [(i["key"], i["root_cause"]) for i in approvals]
+    else:
+        # No GPU fault of the application (or a single one of a host) asks to delete a VM.
+        assert approvals == [], [(i["key"], i["root_cause"]) for i in approvals]
