@@ -18,7 +18,7 @@ from loopbreaker import incidents
 from loopbreaker.chat.notify import Notification
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.diagnosis.readers import HostLookupResult, LogReadResult
-from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, State
+from loopbreaker.incidents import Arrival, Incident, IncidentKey, IndexEntry, PauseRecord, State
 from loopbreaker.incidents.store.base import HOUR, Change, IncidentStore, IngestResult, UpdateResult
 from loopbreaker.model import (
     Context,
@@ -111,6 +111,12 @@ class FakeStore:
             for dedup_id in dedup_ids:
                 self.dedup[dedup_id] = now
             return False
+
+    def known_keys(self, keys: Sequence[IncidentKey]) -> set[IncidentKey]:
+        with self._lock:
+            self._react("known_keys")
+            seen = {str(i.key) for i in self.incidents.values()}
+            return {key for key in keys if str(key) in seen}
 
     def update(self, incident_id: str, change: Change) -> UpdateResult:
         with self._lock:

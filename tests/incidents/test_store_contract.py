@@ -365,6 +365,45 @@ def test_a_final_incident_is_due_only_while_its_notification_is_pending(
     assert store.due(at + timedelta(hours=1), 10) == []
 
 
+def test_known_keys_are_the_keys_some_incident_has_had_open_or_final(
+    store: IncidentStore,
+) -> None:
+    assert store.known_keys([]) == set()
+    final_key = dataclasses.replace(KEY, name="final-pool")
+    unknown = dataclasses.replace(KEY, name="unknown-pool")
+    assert store.known_keys([KEY, final_key, unknown]) == set()
+    opened = store.ingest(arrival("a")).joined
+    closed = store.ingest(arrival("b", key=final_key)).joined
+    assert opened and closed
+    at = T0 + timedelta(minutes=2)
+
+    def reject(i: incidents.Incident) -> incidents.Incident:
+        i = incidents.transition(i, State.DIAGNOSED, actor="system", at=at)
+        i = incidents.transition(i, State.AWAITING_APPROVAL, actor="system", at=at)
+        return incidents.transition(i, State.REJECTED, actor="alice", at=at)
+
+    assert store.update(closed, reject).changed
+    final = store.get(closed)
+    assert final is not None and final.final
+    # A join-only arrival with no incident of its key to join leaves the key unknown.
+    stray = dataclasses.replace(KEY, name="stray-pool")
+    lone = dataclasses.replace(
+        arrival("r", key=stray, kind=SignalKind.ALERT_RESOLVED), join_only=True
+    )
+    assert store.ingest(lone).joined is None
+    assert store.known_keys([KEY, final_key, unknown, stray]) == {KEY, final_key}
+    assert store.known_keys([unknown]) == set()
+    assert store.known_keys([final_key, final_key]) == {final_key}
+
+
+def test_known_keys_answers_for_32_keys_at_once(store: IncidentStore) -> None:
+    known = [dataclasses.replace(KEY, name=f"pool-{n}") for n in (3, 17)]
+    for n, key in enumerate(known):
+        store.ingest(arrival(f"k{n}", key=key))
+    asked = [dataclasses.replace(KEY, name=f"pool-{n}") for n in range(32)]
+    assert store.known_keys(asked) == set(known)
+
+
 # --- Firestore error mapping (no emulator: a stub client raises what the API would) ----
 
 

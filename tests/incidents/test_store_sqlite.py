@@ -133,3 +133,14 @@ def test_an_ingest_that_fails_in_a_batch_leaves_the_deferred_incident_as_it_was(
                 store.ingest(arrival("b", 1))
         assert store.get(first.id) == first  # the failed call changed nothing
         assert store.ingest(arrival("b", 1)).incident.signal_count == 2  # type: ignore[union-attr]
+
+
+def test_known_keys_sees_the_incidents_a_batch_deferred(tmp_path: Path) -> None:
+    from tests.incidents.test_store_contract import KEY, arrival
+
+    store = SqliteStore(tmp_path / "s.sqlite")
+    with store.batch():
+        assert store.ingest(arrival("a", 0)).incident is not None
+        row = store._conn.execute("SELECT COUNT(*) FROM incidents").fetchone()[0]
+        assert row == 0  # deferred: nothing written yet
+        assert store.known_keys([KEY]) == {KEY}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from loopbreaker.incidents import Arrival, Incident, PauseRecord, State, Tallied
+from loopbreaker.incidents import Arrival, Incident, IncidentKey, PauseRecord, State, Tallied
 from loopbreaker.model import HostFailureRecord, Signal
 
 HOUR = timedelta(hours=1)
@@ -64,6 +64,11 @@ class IncidentStore(Protocol):
         (entry or messageId) was seen before: a duplicate, and nothing changes. The keys
         live, and are pruned, beside those :meth:`ingest` keeps.
         """
+        ...
+
+    def known_keys(self, keys: Sequence[IncidentKey]) -> set[IncidentKey]:
+        """Those of ``keys`` that some incident of this store has had (open or final):
+        what the store already knows of a workload. One read, however many keys."""
         ...
 
     def update(self, incident_id: str, change: Change) -> UpdateResult:
