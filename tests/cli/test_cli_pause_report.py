@@ -120,12 +120,17 @@ def test_report_of_a_verified_remediation(
     )
     assert code == 0
     figures = json.loads(out)
-    assert figures["incidents"] == 1
-    assert figures["by_root_cause"] == {"faulty_host": {State.VERIFIED.value: 1}}
+    # The host's incident, and the workload's: its pods' FailedScheduling Events (no pod
+    # labels) join it by the JobSet's pod naming once the store knows the JobSet.
+    assert figures["incidents"] == 2
+    assert figures["by_root_cause"] == {
+        "faulty_host": {State.VERIFIED.value: 1, State.DIAGNOSED.value: 1}
+    }
     assert (figures["remediated"], figures["verified"], figures["recurred"]) == (1, 1, 0)
     assert figures["verified_share"] == 1.0 and figures["recurred_share"] == 0.0
     seconds = figures["seconds"]
-    for stage in ("to_diagnosis", "to_approval", "to_remediated", "to_verified"):
+    assert seconds["to_diagnosis"]["count"] == 2  # both incidents were diagnosed
+    for stage in ("to_approval", "to_remediated", "to_verified"):
         assert seconds[stage]["count"] == 1 and seconds[stage]["median"] is not None
     assert seconds["to_verified"]["median"] > seconds["to_remediated"]["median"]
     # The faulty host failed twice in the scenario: a repeat offender.

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loopbreaker import logs
+from loopbreaker.app.pod_owners import PodDirectory, PodWorkloads
 from loopbreaker.app.responder import Approvals, Clock, Responder, system_clock
 from loopbreaker.app.settings import Settings, StoreKind
 from loopbreaker.approval.requests import Target
@@ -105,20 +106,36 @@ def build_responder(
     clock: Clock | None = None,
     queue: RemediationQueue | None = None,
     approval_clock: Clock | None = None,
+    pod_workloads: PodWorkloads | None = None,
 ) -> Responder:
     """Wire a Responder; every port not given is built from ``settings``."""
     _warn_unknown(settings)
     settings = resolve_secrets(settings)
+    store = store if store is not None else build_store(settings)
     return Responder(
         settings=settings,
-        store=store if store is not None else build_store(settings),
+        store=store,
         notifier=notifier if notifier is not None else build_notifier(settings),
         evidence=evidence if evidence is not None else build_evidence(settings),
         clock=clock if clock is not None else system_clock,
         approvals=Approvals.of(settings),
         queue=queue if queue is not None else build_queue(settings),
         approval_clock=approval_clock,
+        pod_workloads=pod_workloads or build_pod_workloads(settings, store),
     )
+
+
+def build_pod_workloads(settings: Settings, store: IncidentStore) -> PodWorkloads:
+    """The pod directory the settings name: the telemetry directory's pods.json, else the
+    cluster's Kubernetes API when live sources are on, else the incident store alone."""
+    from loopbreaker.app.pod_owners import KubernetesPods, TelemetryPods
+
+    directory: PodDirectory | None = None
+    if settings.telemetry_dir is not None:
+        directory = TelemetryPods(settings.telemetry_dir)
+    elif settings.live_sources:
+        directory = KubernetesPods.for_settings(settings)
+    return PodWorkloads(store, directory, default_project=settings.project)
 
 
 def build_chat_actions(

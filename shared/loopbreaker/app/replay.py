@@ -26,6 +26,7 @@ from typing import Any
 
 from loopbreaker.app import replay_reader
 from loopbreaker.app.bootstrap import build_responder
+from loopbreaker.app.pod_owners import PodWorkloads, TelemetryPods
 from loopbreaker.app.replay_reader import DELIVERY, ERROR, QUIET, Record, event_time
 from loopbreaker.app.responder import Clock, Responder, SettleReport, Status, system_clock
 from loopbreaker.app.settings import Settings, StoreKind, StoreSpec
@@ -77,6 +78,8 @@ class Summary:
     incidents: list[Incident] = field(default_factory=list)
     settle: SettleReport = field(default_factory=SettleReport)
     store: str | None = None
+    #: Signals about a pod whose workload nothing confirmed (pod Events carry no labels).
+    unresolved_pods: int = 0
 
     def reject(self, index: int, source: str, reason: str, message_id: str | None) -> None:
         self.rejected_total += 1
@@ -102,6 +105,7 @@ class Summary:
             "incidents": [incident_summary(i) for i in self.incidents],
             "settle": self.settle.to_dict(),
             "store": self.store,
+            "unresolved_pods": self.unresolved_pods,
         }
 
 
@@ -164,9 +168,11 @@ def run(
         store = SqliteStore(path, scratch=store_path is None)
         evidence: EvidenceProvider | None = TelemetryDirEvidence(telemetry) if telemetry else None
         clock = ReplayClock(datetime.now(UTC))
+        pods = TelemetryPods(telemetry) if telemetry else None
         responder = build_responder(
             local,
             store=store,
+            pod_workloads=PodWorkloads(store, pods, default_project=settings.project),
             # The notifier LOOPBREAKER_NOTIFIER names (the console by default).
             notifier=notifier,
             evidence=evidence,
@@ -178,6 +184,7 @@ def run(
         responder.reject_level = logging.INFO
         try:
             summary = _feed(responder, records, clock, progress, store.batch)
+            summary.unresolved_pods = responder.pod_workloads.counts.get("unresolved", 0)
             summary.store = str(store_path) if store_path else None
             clock.advance_to(clock.now + settings.settle_time + timedelta(seconds=1))
             summary.settle = _settle_all(responder)
@@ -286,9 +293,14 @@ def _settle_all(responder: Responder) -> SettleReport:
 def to_text(summary: Summary) -> str:
     lines = [
         f"Replayed {summary.read} deliveries: {summary.accepted} accepted "
-        f"({summary.ignored} of them matched no failure signature), "
+        f"({summary.ignored} of them ignored: no failure signature, or nothing to group by), "
         f"{summary.duplicates} duplicates, {summary.rejected_total} rejected."
     ]
+    if summary.unresolved_pods:
+        lines.append(
+            f"{summary.unresolved_pods} signal(s) named a pod whose workload neither the "
+            "incidents nor the pods (--telemetry pods.json) confirm."
+        )
     if summary.rejected:
         lines.append("Rejected:")
         lines += [f"  #{r['index']} {r['source']}: {r['reason']}" for r in summary.rejected]

@@ -99,6 +99,7 @@ class Ingesting(ResponderState):
         join_only: bool = False,
     ) -> Outcome:
         now = self.clock()
+        signal = self.pod_workloads.resolve(signal)
         key = incidents.key_for(signal, self.settings.project)
         labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
         if key is None:

@@ -6,6 +6,7 @@ import logging
 import threading
 from collections import Counter
 
+from loopbreaker.app.pod_owners import PodWorkloads
 from loopbreaker.app.responder_types import (
     Approvals,
     Clock,
@@ -44,6 +45,7 @@ class ResponderState:
         logger: logging.Logger | None = None,
         approvals: Approvals | None = None,
         queue: RemediationQueue | None = None,
+        pod_workloads: PodWorkloads | None = None,
         approval_clock: Clock | None = None,
         reject_level: int = logging.ERROR,
     ) -> None:
@@ -56,6 +58,8 @@ class ResponderState:
         #: Dates approval requests (humans decide in real time, even during a replay).
         self.approval_clock = approval_clock or clock
         self.queue: RemediationQueue = queue or LogQueue()
+        #: Resolves the workload of pod Events, which carry no pod labels.
+        self.pod_workloads = pod_workloads or PodWorkloads(store, default_project=settings.project)
         self._diagnose = diagnose
         self._render = render_diagnosis
         self._policy = policy_of(settings, self.approvals)

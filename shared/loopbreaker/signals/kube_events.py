@@ -43,6 +43,21 @@ def _reason_patterns() -> tuple[Signature, ...]:
     return tuple(s for s in catalog.load().events() if s.reason_pattern is not None)
 
 
+def _by_reason_pattern(reason: str) -> tuple[Signature, ...]:
+    """Signatures whose reason is a message (JobSet v0.5): most reasons are no such one,
+    and their literal says so before the regex runs."""
+    found: tuple[Signature, ...] = ()
+    for sig in _reason_patterns():
+        lowered = reason.lower()
+        if (
+            any(lit in lowered for lit in sig.reason_literals)
+            and sig.reason_pattern
+            and (sig.reason_pattern.search(reason))
+        ):
+            found += (sig,)
+    return found
+
+
 @cache
 def _audit_signatures() -> dict[str, Signature]:
     return {m: sig for sig in catalog.load().audits() for m in sig.methods}
@@ -50,9 +65,9 @@ def _audit_signatures() -> dict[str, Signature]:
 
 def event_signature(reason: str, obj_kind: object, message: str) -> Signature | None:
     """The first event signature for this reason, object kind and message."""
-    candidates = _event_signatures().get(reason) or tuple(
-        s for s in _reason_patterns() if s.reason_pattern and s.reason_pattern.search(reason)
-    )
+    candidates = _event_signatures().get(reason)
+    if candidates is None:
+        candidates = _by_reason_pattern(reason)
     for sig in candidates:
         if sig.objects and obj_kind not in sig.objects:
             continue

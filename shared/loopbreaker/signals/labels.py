@@ -110,3 +110,31 @@ def fill_coordinator(fields: dict[str, Any]) -> None:
     match = _POD_NAME.match(pod)
     if match:
         fields["coordinator"] = match["job"] == "0" and match["pod"] == "0"
+
+
+# Kubeflow's pod naming: ``<job>-<replica type, lower case>-<index>`` (training-operator
+# v1 pkg/common/util GenGeneralName; the replica types of TFJob, PyTorchJob, MPIJob...).
+_KUBEFLOW_POD = re.compile(
+    r"^(?P<job>[a-z0-9][a-z0-9.-]*?)-(?:chief|master|worker|ps|evaluator|launcher)-\d+$"
+)
+
+
+def workload_candidates(pod: str) -> tuple[str, ...]:
+    """The workloads a pod's name may belong to, most specific first.
+
+    A pod Event carries no pod labels, only the pod's name. JobSet names its pods
+    ``<jobset>-<replicatedJob>-<jobIndex>-<podIndex>-<suffix>`` (both names may hold
+    hyphens, so every split is a candidate); Kubeflow ``<job>-<replicaType>-<index>``.
+    A caller keeps the candidate something else confirms (the incident store, the pod's
+    own labels): a name alone proves nothing.
+    """
+    found: list[str] = []
+    jobset = _POD_NAME.match(pod)
+    if jobset:
+        rest = jobset["rest"]
+        cuts = [i for i, char in enumerate(rest) if char == "-"]
+        found.extend(rest[:i] for i in reversed(cuts))
+    kubeflow = _KUBEFLOW_POD.match(pod)
+    if kubeflow and kubeflow["job"] not in found:
+        found.insert(0, kubeflow["job"])
+    return tuple(name for name in found if name)

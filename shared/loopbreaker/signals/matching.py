@@ -31,6 +31,7 @@ _DETAIL_LABELS = {
     "exit_code": "exit code",
     "signal": "signal",
 }
+_RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 _XID_KINDS = {
     xid.XidClass.HARDWARE: SignalKind.HARDWARE_FAILURE,
     xid.XidClass.APPLICATION: SignalKind.GPU_APPLICATION_ERROR,
@@ -118,9 +119,8 @@ def _anchors(literals: Sequence[str], counts: Counter[str]) -> dict[str, str]:
     out = {}
     for literal in literals:
         last = max(1, len(literal) - 3)
-        start = min(
-            (i for i in range(last) if literal[i] in chosen), key=lambda i: (counts[literal[i]], i)
-        )
+        # The earliest such character: the longest anchor is the least often a false hit.
+        start = next(i for i in range(last) if literal[i] in chosen)
         out[literal] = literal[start:]
     return out
 
@@ -188,7 +188,16 @@ class TextRules:
         same_length = len(lowered) == len(text)
         for index in sorted(candidates):
             sig, pattern, requirements, leads = self.rules[index]
-            if not _holds(requirements, lowered):
+            # Inlined _holds and _first: this loop runs for every line that holds a literal.
+            held = True
+            for need in requirements:
+                for literal in need:
+                    if literal in lowered:
+                        break
+                else:
+                    held = False
+                    break
+            if not held:
                 continue
             start = 0
             if leads and same_length:
@@ -201,46 +210,59 @@ class TextRules:
         return None
 
 
-def _holds(requirements: tuple[tuple[str, ...], ...], lowered: str) -> bool:
-    """Whether the text holds a literal of every set the pattern needs: most candidates
-    hold one literal of a signature but not the others, and this spares their regex."""
-    for need in requirements:
-        for literal in need:
-            if literal in lowered:
-                break
-        else:
-            return False
-    return True
-
-
-def _first(leads: tuple[str, ...], lowered: str) -> int:
-    """Where the first of the literals every match starts with is, or -1: the search
-    need not try earlier positions."""
+def _first(leads: tuple[tuple[str, int], ...], lowered: str) -> int:
+    """The first position a match can start at, or -1 when none can: each lead literal's
+    first occurrence, backed off by how wide what precedes it can be."""
     first = -1
-    for literal in leads:
+    for literal, back in leads:
         at = lowered.find(literal)
-        if at >= 0 and (first < 0 or at < first):
-            first = at
+        if at >= 0:
+            at = max(0, at - back)
+            if first < 0 or at < first:
+                first = at
     return first
 
 
 def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
     line = line_around(text, found.start())
+    # PyTorch 2.3+ prefixes every line of a rank's stderr with "[rankN]:": the rank of
+    # any signature's line, without each pattern searching for it.
+    rank = _RANK_PREFIX.match(line) if line.startswith("[rank") else None
     if sig.pattern is None or not sig.pattern.groupindex:
-        return TextMatch(sig.kind, line, None, sig)  # most signatures capture nothing
-    groups = {k: v for k, v in found.groupdict().items() if v}
+        # Most signatures capture nothing.
+        return TextMatch(sig.kind, line, f"rank {rank[1]}" if rank else None, sig)
     kind = sig.kind
     parts: list[str] = []
-    if "xid" in groups:
-        entry = xid.lookup(int(groups["xid"]))
+    number = found["xid"] if "xid" in sig.pattern.groupindex else None
+    if number:
+        entry = xid.lookup(int(number))
         kind = _XID_KINDS.get(entry.cls, SignalKind.GPU_ERROR)
         parts.append(f"Xid {entry.number} ({entry.cls.value}: {entry.name})")
-    if "reason" in groups:
-        parts.append(groups["reason"].strip())
-    parts.extend(
-        f"{label} {groups[k].strip()}" for k, label in _DETAIL_LABELS.items() if k in groups
-    )
-    return TextMatch(kind, line, ", ".join(parts) or None, sig, groups.get("node"))
+    for group, label in _details(sig):
+        value = found[group] or (rank[1] if rank and group == "rank" else None)
+        if value:
+            parts.append(f"{label} {value.strip()}" if label else value.strip())
+    if rank and "rank" not in sig.pattern.groupindex:
+        parts.append(f"rank {rank[1]}")
+    node = found["node"] if "node" in sig.pattern.groupindex else None
+    return TextMatch(kind, line, ", ".join(parts) or None, sig, node)
+
+
+def _details(sig: Signature) -> tuple[tuple[str, str], ...]:
+    """The groups of the signature's pattern written into the reason, in reason order
+    (the stated reason first, then the numbers), with their labels. Kept by signature
+    id: hashing the signature itself would cost more than the match."""
+    found = _DETAILS.get(sig.id)
+    if found is None:
+        assert sig.pattern is not None
+        names = sig.pattern.groupindex
+        stated = (("reason", ""),) if "reason" in names else ()
+        found = stated + tuple((g, label) for g, label in _DETAIL_LABELS.items() if g in names)
+        _DETAILS[sig.id] = found
+    return found
+
+
+_DETAILS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def line_around(text: str, index: int) -> str:

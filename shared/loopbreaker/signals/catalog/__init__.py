@@ -23,9 +23,8 @@ from each pattern (:func:`required_literals`), never written by hand.
 from __future__ import annotations
 
 import re
-import re._parser as _sre  # type: ignore[import-not-found]  # see _required
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -33,6 +32,13 @@ from typing import Any
 
 from loopbreaker.errors import InvalidInput
 from loopbreaker.model import SignalKind
+from loopbreaker.signals.catalog.literals import (
+    MIN_LITERAL,
+    leading_literals,
+    required_literals,
+    required_sets,
+    with_guard,
+)
 
 #: Files in the order their signatures are tried (then ``priority``, then file order).
 FILES = (
@@ -64,8 +70,6 @@ DETAIL_GROUPS = (
     "reason",
     "node",
 )
-#: The shortest literal a guard may be: shorter ones are in too many ordinary lines.
-MIN_LITERAL = 4
 DEFAULT_PRIORITY = 100
 
 
@@ -102,8 +106,9 @@ class Signature:
     literals: tuple[str, ...]
     #: Every such set of literals a match holds (one of each): tested before the regex.
     requirements: tuple[tuple[str, ...], ...] = ()
-    #: Literals every match starts with (the search may begin at the first), or ().
-    leads: tuple[str, ...] = ()
+    #: ``(literal, back)``: every match starts at most ``back`` characters before one of
+    #: the literals (the search may begin there), or () when not known.
+    leads: tuple[tuple[str, int], ...] = ()
     reasons: tuple[str, ...] = ()
     #: Events whose reason is itself a message (JobSet v0.5's "restarting jobset, attempt
     #: N"): the reason must match this instead of being one of ``reasons``.
@@ -176,62 +181,6 @@ def parse(texts: Mapping[str, str]) -> Catalog:
         quiet.extend(_quiet(raw, name) for raw in _tables(data, "quiet", name))
     ordered = tuple(s for *_, s in sorted(signatures, key=lambda t: t[:3]))
     return Catalog(ordered, tuple(quiet))
-
-
-def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...] | None:
-    """Lower-case literals such that every match of ``pattern`` contains one of them,
-    or None when some match need contain no literal of :data:`MIN_LITERAL` characters."""
-    flags = re.IGNORECASE if ignore_case else 0
-    found: list[str] = []
-    # Each top-level alternative on its own: the parser would factor out a prefix they
-    # share ("Bootstrap : x|Bootstrap Root : y"), leaving a guard every ordinary line of
-    # that component holds.
-    for alternative in _alternatives(pattern):
-        part = _required(list(_sre.parse(alternative, flags)))
-        if part is None:
-            return None
-        found.extend(part)
-    if not found or min(len(lit) for lit in found) < MIN_LITERAL:
-        return None
-    # A literal that contains another adds nothing: the shorter one is there whenever it is.
-    kept = sorted({lit for lit in found if not any(o != lit and o in lit for o in found)})
-    return tuple(kept)
-
-
-_GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
-
-
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of a pattern (``a|b(c|d)`` -> ``a``, ``b(c|d)``), each
-    with the pattern's leading inline flags."""
-    flags = _GLOBAL_FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    body = pattern[len(head) :]
-    parts: list[str] = []
-    depth, start, i, in_class = 0, 0, 0, False
-    while i < len(body):
-        char = body[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            if body[i + 1 : i + 2] == "^":
-                i += 1
-            if body[i + 1 : i + 2] == "]":
-                i += 1  # a "]" first in a class is a literal
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            parts.append(body[start:i])
-            start = i + 1
-        i += 1
-    parts.append(body[start:])
-    return [head + part for part in parts]
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -357,7 +306,7 @@ def _signature(raw: Mapping[str, Any], file: str) -> Signature:
         file=file,
         pattern=pattern,
         literals=literals or (),
-        requirements=_with_guard(required_sets(text, ignore_case) if text else (), literals),
+        requirements=with_guard(required_sets(text, ignore_case) if text else (), literals),
         leads=leading_literals(text, ignore_case) if text else (),
         reasons=reasons,
         reason_pattern=reason_pattern,
@@ -404,118 +353,6 @@ def _quiet(raw: Mapping[str, Any], file: str) -> Quiet:
     )
 
 
-# --- literals of a pattern ---------------------------------------------------------------
-
-# The standard library's regex parser (re._parser) is the one complete reader of Python's
-# regex syntax: private, so used in this module only; tests cover the opcodes read here.
-_C = _sre  # the parser re-exports the opcodes
-_ZERO_WIDTH = {_C.AT, _C.ASSERT, _C.ASSERT_NOT}
-
-
-def _required(items: Sequence[tuple[Any, Any]]) -> list[str] | None:
-    """Alternatives of which every match of the sequence contains one, the best set."""
-    best: list[str] | None = None
-    for candidate in _needs(items):
-        if best is None or _better(candidate, best):
-            best = candidate
-    return best
-
-
-def _needs(items: Sequence[tuple[Any, Any]]) -> list[list[str]]:
-    """Every set of alternatives of which each match of the sequence contains one."""
-    found: list[list[str]] = []
-    run: list[str] = []
-
-    def close_run() -> None:
-        if run:
-            found.append(["".join(run)])
-            run.clear()
-
-    for op, av in items:
-        if op is _C.LITERAL:
-            char = chr(av)
-            if char in '"\\':  # not in a quoted LQL string as it is: end the run
-                close_run()
-                continue
-            run.append(char.lower())
-            continue
-        if op in _ZERO_WIDTH:
-            continue
-        close_run()
-        if op is _C.SUBPATTERN:
-            found.extend(_needs(list(av[-1])))
-        elif op is _C.BRANCH:
-            branches = [_required(list(b)) for b in av[1]]
-            if all(b is not None for b in branches):
-                found.append(sorted({lit for b in branches if b for lit in b}))
-        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT) and av[0] >= 1:
-            found.extend(_needs(list(av[2])))
-        elif op is _C.ATOMIC_GROUP:
-            found.extend(_needs(list(av)))
-    close_run()
-    return found
-
-
-def _with_guard(
-    requirements: tuple[tuple[str, ...], ...], literals: tuple[str, ...] | None
-) -> tuple[tuple[str, ...], ...]:
-    """The requirements with the guard set among them: a line matches only if it holds
-    one of the guard's literals, and the classifier tests that too."""
-    if literals and literals not in requirements:
-        return (*requirements, literals)
-    return requirements
-
-
-def leading_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...]:
-    """Lower-case literals one of which every match *starts* with (after zero-width
-    assertions such as ``\\b``), or () when some alternative starts otherwise: a search
-    may then begin at the first of them in the line."""
-    flags = re.IGNORECASE if ignore_case else 0
-    leads: set[str] = set()
-    for alternative in _alternatives(pattern):
-        run: list[str] = []
-        for op, av in _sre.parse(alternative, flags):
-            if op is _C.LITERAL and chr(av) not in '"\\':
-                run.append(chr(av).lower())
-            elif op in _ZERO_WIDTH and not run:
-                continue
-            else:
-                break
-        if len(run) < MIN_LITERAL:
-            return ()
-        leads.add("".join(run))
-    return tuple(sorted(leads))
-
-
-def required_sets(pattern: str, ignore_case: bool = False) -> tuple[tuple[str, ...], ...]:
-    """Every set of literals of which each match holds one (all of them hold at once),
-    of :data:`MIN_LITERAL` characters or more: the classifier tests them before the
-    regex. A pattern of several top-level alternatives gives its one guard set."""
-    alternatives = _alternatives(pattern)
-    if len(alternatives) > 1:
-        guard = required_literals(pattern, ignore_case)
-        return (guard,) if guard else ()
-    parsed = _sre.parse(pattern, re.IGNORECASE if ignore_case else 0)
-    return tuple(
-        dict.fromkeys(
-            tuple(sorted(set(n))) for n in _needs(list(parsed)) if min(map(len, n)) >= MIN_LITERAL
-        )
-    )
-
-
-def _better(a: list[str], b: list[str]) -> bool:
-    """Fewer, longer literals make a sharper guard."""
-    return (min(map(len, a)) >= MIN_LITERAL, -len(a), min(map(len, a))) > (
-        min(map(len, b)) >= MIN_LITERAL,
-        -len(b),
-        min(map(len, b)),
-    )
-
-
-def all_literals(signatures: Iterable[Signature]) -> set[str]:
-    return {lit for s in signatures for lit in s.literals}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the shipped catalog (or the given files): schema, patterns, examples;
     ``--markdown`` prints docs/signals.md."""
@@ -524,6 +361,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = list(argv if argv is not None else sys.argv[1:])
     if args == ["--markdown"]:
+        from loopbreaker.signals.catalog.docs import markdown
+
         sys.stdout.write(markdown(load()))
         return 0
     paths = [Path(p) for p in args]
@@ -554,93 +393,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = len(catalog.signatures)
     print(f"{n} signature(s), {len(catalog.quiet)} quiet line(s), {bad} problem(s)")
     return 1 if bad else 0
-
-
-# --- docs/signals.md ------------------------------------------------------------------------
-
-DOC_FILE = "docs/signals.md"
-_TITLES = {
-    "compute_gke": "Compute Engine and GKE",
-    "jobset_kubeflow": "JobSet and Kubeflow",
-    "scheduler": "The scheduler and the cluster autoscaler",
-    "kubelet": "The kubelet",
-    "node_problem_detector": "node-problem-detector and the kernel",
-    "nvidia": "The NVIDIA driver and the CUDA runtime",
-    "pytorch": "PyTorch and torchrun",
-    "nccl": "NCCL",
-    "xla_tpu": "JAX, XLA and the TPU runtime",
-    "tensorflow": "TensorFlow",
-}
-
-
-def markdown(cat: Catalog) -> str:
-    """The catalog as ``docs/signals.md`` lists it (a test keeps the file current)."""
-    out = [
-        "# Signals: the signature catalog",
-        "",
-        "<!-- Generated by `python -m loopbreaker.signals.catalog --markdown > docs/signals.md`"
-        " from shared/loopbreaker/signals/catalog/*.toml; tests/test_docs.py keeps it current."
-        " -->",
-        "",
-        "Every log line, Kubernetes Event and audit method loopbreaker recognises is a"
-        " signature in the catalog (`shared/loopbreaker/signals/catalog/`, one TOML file per"
-        " source family). Each names its signal kind, the component and versions whose"
-        " wording it matches, and verbatim examples with their source; the classifier, the"
-        " Cloud Logging sink filters and the diagnosis' log queries are derived from it, and"
-        " the tests run every example through the classifier and the sink filters."
-        " Signatures are tried in order (priority, then file, then position): the first that"
-        " matches names the kind. Lines that match none are `unrecognized`.",
-        "",
-        f"{len(cat.signatures)} signatures, {len(cat.quiet)} ordinary lines that must stay quiet.",
-        "",
-        "To add a signature: copy the wording from the emitting project's code at a named"
-        " version, its vendor's documentation or a log a user posted, add it with its"
-        " `source`, then run `python -m loopbreaker.signals.catalog` (checks the files),"
-        " `python -m loopbreaker.signals.sink_filters` (rewrites the sink filters) and this"
-        " page's command.",
-    ]
-    by_file: dict[str, list[Signature]] = {}
-    for sig in cat.signatures:
-        by_file.setdefault(sig.file, []).append(sig)
-    for name in FILES:
-        sigs = by_file.get(name, [])
-        if not sigs:
-            continue
-        out += [
-            "",
-            f"## {_TITLES.get(name, name)} (`{name}.toml`)",
-            "",
-            "| signature | kind | component, versions | matches | first example's source |",
-            "|---|---|---|---|---|",
-        ]
-        for sig in sigs:
-            out.append(
-                f"| `{sig.id}` | `{sig.kind.value}` | {_cell(sig.component)}, "
-                f"{_cell(sig.versions)} | {_cell(_matches(sig))} | "
-                f"{_cell(sig.examples[0].source)} |"
-            )
-    return "\n".join(out) + "\n"
-
-
-def _matches(sig: Signature) -> str:
-    if sig.on == "audit":
-        return "audit " + ", ".join(f"`{m}`" for m in sig.methods)
-    if sig.on == "event":
-        reasons = (
-            ", ".join(f"`{r}`" for r in sig.reasons)
-            or f"reason `{_pattern_text(sig.reason_pattern)}`"
-        )
-        about = f" on {', '.join(sig.objects)}" if sig.objects else ""
-        message = f", message `{_pattern_text(sig.pattern)}`" if sig.pattern is not None else ""
-        return f"Event {reasons}{about}{message}"
-    return f"{sig.on} line `{_pattern_text(sig.pattern)}`"
-
-
-def _pattern_text(pattern: re.Pattern[str] | None) -> str:
-    text = pattern.pattern if pattern is not None else ""
-    return text if len(text) <= 90 else text[:89] + "…"
-
-
-def _cell(text: str) -> str:
-    """Markdown table cell text: pipes escaped, on one line."""
-    return text.replace("|", "\\|").replace("\n", " ")
