@@ -3286,29 +3286,7 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
 
     restarts = [-41, -21, -1, 19]  # -41 is before the window
     starts = [-300, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {key: end - 1 for key in placement} if end is not None else None
-        sc.kf_pods(
-            spec,
-            ctx.namespace,
-            k,
-            start,
-            end,
-            placement,
-            failed_at=failed,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is not None:
-            sc.kf_restart(
-                [
-                    p
-                    for p in sc.pods
-                    if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
-                ],
-                end,
-                134,
-            )
+    kf_attempts(sc, spec, ctx.namespace, placement, starts, lambda k, end: end - 1, 134)
     sc.operator_counter(ctx.namespace, "pytorch", 6, [r for r in restarts for _ in range(2)])
 
     # The other namespace's job: its Worker is OOM-killed twice.
@@ -5710,6 +5688,38 @@ def scenario_gpu_xid_application() -> Scenario:
     return sc
 
 
+def kf_attempts(
+    sc: Scenario,
+    spec: KubeflowSpec,
+    namespace: str,
+    placement: dict[tuple[str, int], Node],
+    starts: list[int],
+    failed_at: Callable[[int, int], int],
+    exit_code: int,
+) -> None:
+    """One incarnation of a Kubeflow job's pods per attempt, ``starts`` apart; every one
+    but the last fails (at ``failed_at(attempt, its end)``) and the operator restarts it
+    with ``exit_code``."""
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {key: failed_at(k, end) for key in placement} if end is not None else None
+        sc.kf_pods(
+            spec,
+            namespace,
+            k,
+            start,
+            end,
+            placement,
+            failed_at=failed,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            ours = [
+                p for p in sc.pods if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
+            ]
+            sc.kf_restart(ours, end, exit_code)
+
+
 def outage_back(m0: float, unknown: int = 3) -> int:
     """The first Ready minute after ``gpu_host_outage(…, m0, unknown)``."""
     return math.ceil(m0 + 0.1) + unknown + 1
@@ -6025,29 +6035,7 @@ def scenario_gpu_cuda_oom() -> Scenario:
     fails = [-27.6, -6.6, 14.4]
     restarts = [math.ceil(f) + 1 for f in fails]
     starts = [-400, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {key: math.ceil(fails[k]) for key in placement} if end is not None else None
-        sc.kf_pods(
-            spec,
-            ctx.namespace,
-            k,
-            start,
-            end,
-            placement,
-            failed_at=failed,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is not None:
-            sc.kf_restart(
-                [
-                    p
-                    for p in sc.pods
-                    if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
-                ],
-                end,
-                128,
-            )
+    kf_attempts(sc, spec, ctx.namespace, placement, starts, lambda k, end: math.ceil(fails[k]), 128)
     sc.operator_counter(ctx.namespace, "pytorch", 3, [r for r in restarts for _ in range(2)])
 
     # The Master's log: torchrun and NCCL start-up, HF Trainer steps every 3 minutes,
