@@ -80,12 +80,12 @@ def _classify(parts: _Parts) -> Signal:
     }
     workload_fields(labels, fields)
 
-    kind, text, reason = _classify_payload(
+    kind, text, reason, lowered = _classify_payload(
         parts.resource_type, parts.text, parts.json_payload, parts.proto_payload, fields
     )
     if reason:
         fields["reason"] = reason
-    fill_from_text(text, fields)
+    fill_from_text(text, fields, lowered)
     fill_coordinator(fields)
     fields["kind"] = kind
     # Cut before folding white space so a huge payload costs no more than a short one.
@@ -278,10 +278,11 @@ def _classify_payload(
     json_payload: Mapping[str, Any] | None,
     proto_payload: Mapping[str, Any] | None,
     fields: dict[str, Any],
-) -> tuple[SignalKind, str, str | None]:
-    """Return the kind, the line that decided it, and a reason when one is stated."""
+) -> tuple[SignalKind, str, str | None, str | None]:
+    """The kind, the line that decided it, a reason when one is stated, and that line
+    lowered when it is at hand (for the node and pool it names)."""
     if proto_payload is not None:
-        return _audit(proto_payload, fields)
+        return (*_audit(proto_payload, fields), None)
     text = text_payload
     if json_payload is not None:
         # A container's own stdout is the workload's to write: a JSON line shaped like a
@@ -292,11 +293,12 @@ def _classify_payload(
             else kube_events.event_kind(json_payload, fields)
         )
         if decided is not None:
-            return decided
+            return (*decided, None)
         text = _json_text(json_payload)
-    found = matching.rules()[resource_type == "k8s_container"].match(text)
+    lowered = text.lower()
+    found = matching.rules()[resource_type == "k8s_container"].match(text, lowered)
     if found is None:
-        return SignalKind.UNRECOGNIZED, text, None
+        return SignalKind.UNRECOGNIZED, text, None, lowered
     kind, line, reason = found.kind, found.line, found.reason
     fields["signature"] = found.signature.id
     if found.node:
@@ -315,7 +317,7 @@ def _classify_payload(
         if memcg:
             fields["pod_uid"] = memcg["uid"].replace("_", "-")
         reason = "oom-kill" if memcg else "OOMKilling"
-    return kind, line, reason
+    return kind, line, reason, lowered if line is text else None
 
 
 def _audit(proto: Mapping[str, Any], fields: dict[str, Any]) -> tuple[SignalKind, str, str | None]:

@@ -20,8 +20,10 @@ _POOL_IN_TEXT = re.compile(r"node pool '(?P<pool>[^']+)'", re.I)
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
 
 
-def fill_from_text(text: str, fields: dict[str, Any]) -> None:
-    lowered = text.lower()
+def fill_from_text(text: str, fields: dict[str, Any], lowered: str | None = None) -> None:
+    """The node and node pool a text names, where the entry's labels named none;
+    ``lowered``: the text lowered, when the caller has it."""
+    lowered = text.lower() if lowered is None else lowered
     if not fields.get("node"):
         for pattern, guard in zip(_NODE_IN_TEXT, _NODE_GUARDS, strict=True):
             if guard is None:

@@ -167,28 +167,36 @@ class TextRules:
             for literal in sig.literals:
                 rules_of.setdefault(literal, []).append(index)
         self.scan = LiteralScan(rules_of, ordinary)
-        # The rules each anchor may lead to; their requirements then test the literals.
-        self.rules_of = {
-            anchor: tuple(sorted({i for lit in lits for i in rules_of[lit]}))
+        # The rules each anchor found may lead to: its own literals', and those of the
+        # anchors that can start inside it (findall does not report them). Their
+        # requirements then test the literals themselves.
+        own = {
+            anchor: {i for lit in lits for i in rules_of[lit]}
             for anchor, lits in self.scan.literals_of.items()
+        }
+        self.rules_of = {
+            anchor: tuple(sorted(found.union(*(own[o] for o in self.scan.overlaps[anchor]))))
+            for anchor, found in own.items()
         }
 
     def match(self, text: str, lowered: str | None = None) -> TextMatch | None:
         """The first signature that matches ``text``, or None: in catalog order, each
         signature one of whose literals the text holds."""
         lowered = text.lower() if lowered is None else lowered
-        anchors = self.scan.anchors_in(lowered)
+        pattern = self.scan.pattern
+        anchors = pattern.findall(lowered) if pattern is not None else None
         if not anchors:
-            return None
+            return None  # most lines: one pass of one regex, nothing more
         rules_of = self.rules_of
         candidates: set[int] = set()
         for anchor in anchors:
             candidates.update(rules_of[anchor])
         # lower() may change the length of non-ASCII text; then offsets do not carry over.
         same_length = len(lowered) == len(text)
-        for index in sorted(candidates):
+        for index in sorted(candidates) if len(candidates) > 1 else candidates:
             sig, pattern, requirements, leads = self.rules[index]
-            # Inlined _holds and _first: this loop runs for every line that holds a literal.
+            # Every literal set the pattern needs, before its regex (inlined: this loop runs
+            # for every line that holds a literal).
             held = True
             for need in requirements:
                 for literal in need:
@@ -199,32 +207,46 @@ class TextRules:
                     break
             if not held:
                 continue
-            start = 0
             if leads and same_length:
-                start = _first(leads, lowered)
-                if start < 0:
-                    continue
-            found = pattern.search(text, start)
+                found = _at_leads(pattern, text, lowered, leads)
+            else:
+                found = pattern.search(text)
             if found is not None:
                 return _text_match(sig, text, found)
         return None
 
 
-def _first(leads: tuple[tuple[str, int], ...], lowered: str) -> int:
-    """The first position a match can start at, or -1 when none can: each lead literal's
-    first occurrence, backed off by how wide what precedes it can be."""
-    first = -1
-    for literal, back in leads:
+def _at_leads(
+    pattern: re.Pattern[str], text: str, lowered: str, leads: tuple[tuple[str, int], ...]
+) -> re.Match[str] | None:
+    """``pattern.search(text)``, tried only where a match can start: at the occurrences of
+    the literals every match starts with (``back`` 0), else from the first of them backed
+    off. A pattern that opens with ``\\b`` or alternatives gets no fast scan from the
+    regex engine; this is it."""
+    if any(back for _, back in leads):
+        first = -1
+        for literal, back in leads:
+            at = lowered.find(literal)
+            if at >= 0:
+                at = max(0, at - back)
+                if first < 0 or at < first:
+                    first = at
+        return pattern.search(text, first) if first >= 0 else None
+    places: list[int] = []
+    for literal, _ in leads:
         at = lowered.find(literal)
-        if at >= 0:
-            at = max(0, at - back)
-            if first < 0 or at < first:
-                first = at
-    return first
+        while at >= 0:
+            places.append(at)
+            at = lowered.find(literal, at + 1)
+    for at in sorted(places) if len(places) > 1 else places:
+        found = pattern.match(text, at)
+        if found is not None:
+            return found
+    return None
 
 
 def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
-    line = line_around(text, found.start())
+    line = text if "\n" not in text else line_around(text, found.start())
     # PyTorch 2.3+ prefixes every line of a rank's stderr with "[rankN]:": the rank of
     # any signature's line, without each pattern searching for it.
     rank = _RANK_PREFIX.match(line) if line.startswith("[rank") else None
