@@ -99,6 +99,9 @@ class LiteralScan:
         return anchors
 
 
+_FILLERS = "0123456789x =-._:/,#*|>+~"
+
+
 def _anchors(literals: Sequence[str], counts: Counter[str]) -> dict[str, str]:
     """Each literal's anchor: its suffix (4+ characters) starting at a character of a
     small set, chosen greedily so that every literal has one and the set is rare in
@@ -107,6 +110,11 @@ def _anchors(literals: Sequence[str], counts: Counter[str]) -> dict[str, str]:
     def starts(literal: str) -> set[str]:
         return set(literal[: max(1, len(literal) - 3)])
 
+    # Characters that fill whole stretches of real lines (hex dumps, progress bars, padding)
+    # are poor anchors whatever the quiet lines say: each occurrence costs an attempt.
+    counts = counts.copy()
+    for char in _FILLERS:
+        counts[char] += 10**6
     uncovered, chosen = set(literals), set()
     while uncovered:
         options = {char for lit in uncovered for char in starts(lit)}
