@@ -7,7 +7,7 @@ import json
 import sys
 
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
-from loopbreaker.diagnosis.readers.sources import http_url, positive_float
+from loopbreaker.diagnosis.readers.sources_cli import http_url, positive_float
 from loopbreaker.diagnosis.validate_queries import (
     TEST_VALUES,
     Status,

@@ -89,8 +89,15 @@ def series_in_scope(series: Series, ctx: Context, *, any_namespace: bool = False
         return False
     if any_namespace:
         return True
-    namespace = _label(labels, NAMESPACE_LABELS) or labels.get("job_namespace")
+    namespace = series_namespace(labels)
     return namespace is None or ctx.namespace is None or namespace == ctx.namespace
+
+
+def series_namespace(labels: Mapping[str, str]) -> str | None:
+    """The namespace a series is about. The training operator's series name the job's in
+    ``job_namespace``; their ``namespace`` is where the operator runs when a ServiceMonitor
+    scraped them (kube-prometheus-stack), so ``job_namespace`` wins."""
+    return labels.get("job_namespace") or _label(labels, NAMESPACE_LABELS)
 
 
 @dataclass(frozen=True)

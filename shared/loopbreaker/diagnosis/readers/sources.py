@@ -30,15 +30,27 @@ requested without the context it needs) raises, as InvalidInput.
 
 from __future__ import annotations
 
-import argparse
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopbreaker.diagnosis.queries import selector
+from loopbreaker.diagnosis.readers.builders import Builder, cluster_label
+from loopbreaker.diagnosis.readers.options import (
+    DEFAULT_MAX_LOG_ENTRIES,
+    DEFAULT_SOURCE_TIMEOUT,
+    METRIC_ATTR,
+    METRIC_KINDS,
+    Mode,
+    Origin,
+    Readers,
+    SourceOptions,
+)
+from loopbreaker.diagnosis.readers.sources_cli import (
+    add_flags,
+    gather_from_args,
+    options_from_args,
+)
 from loopbreaker.errors import ConfigError, SourceUnavailable
 from loopbreaker.model import (
     Context,
@@ -52,105 +64,12 @@ from loopbreaker.model import (
 if TYPE_CHECKING:
     from loopbreaker.diagnosis.evidence import QueryBudget
     from loopbreaker.diagnosis.readers import (
-        ClusterReader,
         HostLookup,
         LogReader,
-        MetricsReader,
     )
     from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 
-METRIC_KINDS = (
-    EvidenceKind.RESTARTS,
-    EvidenceKind.INTERRUPTIONS,
-    EvidenceKind.NODE_CONDITIONS,
-    EvidenceKind.POD_PHASES,
-    EvidenceKind.UNSCHEDULABLE,
-    EvidenceKind.POD_REASONS,
-    EvidenceKind.MEMORY,
-    EvidenceKind.POD_INFO,
-)
-_METRIC_ATTR = {
-    EvidenceKind.RESTARTS: "restarts",
-    EvidenceKind.INTERRUPTIONS: "interruptions",
-    EvidenceKind.NODE_CONDITIONS: "node_conditions",
-    EvidenceKind.POD_PHASES: "pod_phases",
-    EvidenceKind.UNSCHEDULABLE: "unschedulable",
-    EvidenceKind.POD_REASONS: "pod_reasons",
-    EvidenceKind.MEMORY: "memory",
-    EvidenceKind.POD_INFO: "pod_info",
-}
-#: Per-request timeout of the live readers, in seconds (``--source-timeout``).
-DEFAULT_SOURCE_TIMEOUT = 30.0
-#: Log entries read per diagnosis at most (``--max-log-entries``).
-DEFAULT_MAX_LOG_ENTRIES = 2000
-
-
-class Mode(StrEnum):
-    """``auto``: live only when files lack the evidence; ``on``: live wins; ``off``: never."""
-
-    AUTO = "auto"
-    ON = "on"
-    OFF = "off"
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    telemetry_dir: Path | None = None
-    prometheus_url: str | None = None
-    managed_prometheus: Mode = Mode.AUTO
-    live_logs: Mode = Mode.AUTO
-    live_kube: Mode = Mode.AUTO
-    kubeconfig: Path | None = None
-    kube_context: str | None = None
-    host_lookup: Mode = Mode.AUTO
-    max_log_entries: int = DEFAULT_MAX_LOG_ENTRIES
-    timeout: float = DEFAULT_SOURCE_TIMEOUT
-    #: Endpoint overrides (private endpoints, local fakes); None = the public Google API.
-    logging_endpoint: str | None = None
-    compute_endpoint: str | None = None
-    gke_endpoint: str | None = None
-    gmp_endpoint: str | None = None
-
-    def offline(self) -> SourceOptions:
-        """The same options with every ``auto`` fallback to a live reader turned off."""
-
-        def off(mode: Mode) -> Mode:
-            return Mode.OFF if mode is Mode.AUTO else mode
-
-        return replace(
-            self,
-            managed_prometheus=off(self.managed_prometheus),
-            live_logs=off(self.live_logs),
-            live_kube=off(self.live_kube),
-            host_lookup=off(self.host_lookup),
-        )
-
-
-@dataclass
-class Readers:
-    """Adapters to use instead of building the real ones (tests pass fakes here).
-
-    A field left None is built on demand from the options; ``None`` from a factory means
-    "not configured".
-    """
-
-    metrics: MetricsReader | None = None
-    logs: LogReader | None = None
-    cluster: ClusterReader | None = None
-    host_lookups: Sequence[HostLookup] | None = None
-
-
 # --- planning -------------------------------------------------------------------------
-
-
-class Origin(StrEnum):
-    FILE = "file"
-    PROMETHEUS = "prometheus"
-    MANAGED_PROMETHEUS = "managed-prometheus"
-    CLOUD_LOGGING = "cloud-logging"
-    KUBECONFIG = "kubeconfig"
-    GKE = "gke"
-    NONE = "none"
 
 
 def plan(
@@ -229,7 +148,7 @@ def gather(
 
         files = load_directory(options.telemetry_dir)
     origins = plan(context, options, files)
-    builder = _Builder(context, options, readers or Readers(), credentials)
+    builder = Builder(context, options, readers or Readers(), credentials)
     values: dict[str, Any] = {}
     sources: dict[EvidenceKind, SourceStatus] = {}
     rejected: list[tuple[str, str]] = list(files.rejected_entries) if files else []
@@ -251,7 +170,7 @@ def gather(
         if origin is Origin.FILE and files is not None:
             sources[kind] = files.sources[kind]
             attr = (
-                _METRIC_ATTR.get(kind)
+                METRIC_ATTR.get(kind)
                 or {
                     EvidenceKind.LOGS: "signals",
                     EvidenceKind.NODES: "nodes",
@@ -295,7 +214,7 @@ def gather(
                     stop = exc
                 failed(kind, reader.source, exc.reason)
                 continue
-            values[_METRIC_ATTR[kind]] = series
+            values[METRIC_ATTR[kind]] = series
             sources[kind] = SourceStatus(reader.source, True)
 
     # Logs.
@@ -329,7 +248,7 @@ def gather(
             cluster = builder.cluster(origins[live_cluster[0]])
         except SourceUnavailable as exc:
             for kind in live_cluster:
-                failed(kind, _cluster_label(origins[kind], context), exc.reason)
+                failed(kind, cluster_label(origins[kind], context), exc.reason)
         else:
             stop = None
             for kind in live_cluster:
@@ -455,125 +374,6 @@ def _log_note(failures: Sequence[tuple[str, str]], truncated: bool) -> str | Non
     return ("partial: " + "; ".join(parts)) if parts else None
 
 
-def _cluster_label(origin: Origin, context: Context) -> str:
-    if origin is Origin.GKE:
-        return (
-            f"kubernetes:gke/projects/{context.project}/locations/{context.location}"
-            f"/clusters/{context.cluster}"
-        )
-    return "kubernetes:kubeconfig"
-
-
-class _Builder:
-    """Builds the real adapters lazily, sharing one ADC lookup among them."""
-
-    def __init__(
-        self,
-        context: Context,
-        options: SourceOptions,
-        readers: Readers,
-        credentials: GoogleCredentials | None,
-    ) -> None:
-        self.context = context
-        self.options = options
-        self.readers = readers
-        self._credentials = credentials
-
-    @property
-    def credentials(self) -> GoogleCredentials:
-        if self._credentials is None:
-            from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
-
-            self._credentials = GoogleCredentials()
-        return self._credentials
-
-    def metrics(self, origin: Origin) -> tuple[MetricsReader | None, str]:
-        if self.readers.metrics is not None:
-            return self.readers.metrics, self.readers.metrics.source
-        from loopbreaker.diagnosis.readers.prometheus import GMP_ENDPOINT, PrometheusReader
-
-        if origin is Origin.PROMETHEUS and self.options.prometheus_url:
-            reader = PrometheusReader(self.options.prometheus_url, timeout=self.options.timeout)
-            return reader, reader.source
-        project = self.context.project
-        if not project:
-            return None, "managed-prometheus"
-        reader = PrometheusReader.managed(
-            project,
-            credentials=self.credentials,
-            endpoint=self.options.gmp_endpoint or GMP_ENDPOINT,
-            timeout=self.options.timeout,
-        )
-        return reader, reader.source
-
-    def logs(self) -> LogReader | None:
-        if self.readers.logs is not None:
-            return self.readers.logs
-        if not self.context.project:
-            return None
-        from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
-
-        return CloudLoggingReader(
-            self.context.project,
-            credentials=self.credentials,
-            api_endpoint=self.options.logging_endpoint,
-            max_entries=self.options.max_log_entries,
-            timeout=self.options.timeout,
-        )
-
-    def cluster(self, origin: Origin) -> ClusterReader:
-        """The Kubernetes reader; SourceUnavailable when GKE cannot be reached."""
-        if self.readers.cluster is not None:
-            return self.readers.cluster
-        from loopbreaker.diagnosis.readers.kube import GKE_ENDPOINT, KubernetesReader
-
-        if origin is Origin.KUBECONFIG and self.options.kubeconfig is not None:
-            return KubernetesReader.from_kubeconfig(
-                self.options.kubeconfig,
-                context=self.options.kube_context,
-                timeout=self.options.timeout,
-            )
-        project, location = self.context.project, self.context.location
-        if not project or not location:  # plan() only picks GKE with both
-            raise SourceUnavailable("kubernetes", "GKE needs --project and --location")
-        credentials = self.credentials
-        label = _cluster_label(Origin.GKE, self.context)
-        return KubernetesReader.from_gke(
-            project,
-            location,
-            self.context.cluster,
-            token_provider=lambda: credentials.token(label),
-            container_endpoint=self.options.gke_endpoint or GKE_ENDPOINT,
-            timeout=self.options.timeout,
-        )
-
-    def host_lookups(self) -> Sequence[HostLookup]:
-        if self.readers.host_lookups is not None:
-            return self.readers.host_lookups
-        project = self.context.project
-        if not project:
-            return ()
-        from loopbreaker.diagnosis.readers.compute import ComputeHostLookup
-        from loopbreaker.diagnosis.readers.monitoring import MonitoringHostLookup
-
-        return (
-            ComputeHostLookup(
-                project,
-                credentials=self.credentials,
-                api_endpoint=self.options.compute_endpoint,
-                timeout=self.options.timeout,
-            ),
-            MonitoringHostLookup(
-                project,
-                self.context.cluster,
-                self.context.start_time,
-                self.context.end_time,
-                credentials=self.credentials,
-                timeout=self.options.timeout,
-            ),
-        )
-
-
 # --- EvidenceProvider for the event pipeline ---------------------------------------------
 
 
@@ -586,142 +386,6 @@ class LiveEvidence:
 
     def collect(self, context: Context, budget: QueryBudget) -> Evidence:
         return gather(context, self.options, readers=self.readers, budget=budget)
-
-
-# --- CLI ------------------------------------------------------------------------------
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """The live-source flags of ``loopbreaker diagnose``."""
-    group = parser.add_argument_group(
-        "live sources",
-        "Explicit sources win over --telemetry files; with --project, live readers fill in "
-        "what the files lack (auto). 401/403, network errors and timeouts mark that evidence "
-        "unavailable and the diagnosis goes on.",
-    )
-    group.add_argument(
-        "--prometheus-url",
-        metavar="URL",
-        type=http_url,
-        help="Prometheus HTTP API base URL (self-hosted, kube-prometheus-stack, or a "
-        "Managed Prometheus .../location/global/prometheus URL); wins over metrics.om",
-    )
-    modes = [m.value for m in Mode]
-    group.add_argument(
-        "--managed-prometheus",
-        choices=modes,
-        default=Mode.AUTO.value,
-        help="query Google Managed Prometheus of --project with ADC (default auto: when no "
-        "metrics.om and no --prometheus-url)",
-    )
-    group.add_argument(
-        "--live-logs",
-        choices=modes,
-        default=Mode.AUTO.value,
-        help="read Cloud Logging of --project (default auto: when no logs.json)",
-    )
-    group.add_argument(
-        "--kubeconfig", metavar="PATH", type=Path, help="read nodes and pods live via a kubeconfig"
-    )
-    group.add_argument("--kube-context", metavar="NAME", help="kubeconfig context to use")
-    group.add_argument(
-        "--live-kube",
-        choices=modes,
-        default=Mode.AUTO.value,
-        help="read nodes and pods from the GKE cluster (endpoint from the GKE API, ADC token; "
-        "default auto: when no nodes.json/pods.json and --location is known)",
-    )
-    group.add_argument(
-        "--host-lookup",
-        choices=modes,
-        default=Mode.AUTO.value,
-        help="resolve nodes' physical hosts via Compute Engine, then Cloud Monitoring "
-        "(default auto: for nodes read live)",
-    )
-    group.add_argument(
-        "--offline",
-        action="store_true",
-        help="never fall back to live readers; use files and explicitly named sources only",
-    )
-    group.add_argument(
-        "--source-timeout",
-        metavar="SECONDS",
-        type=positive_float,
-        default=DEFAULT_SOURCE_TIMEOUT,
-        help=f"timeout of each live request (default {DEFAULT_SOURCE_TIMEOUT:g})",
-    )
-    group.add_argument(
-        "--max-log-entries",
-        metavar="N",
-        type=_positive_int,
-        default=DEFAULT_MAX_LOG_ENTRIES,
-        help=f"log entries read live at most (default {DEFAULT_MAX_LOG_ENTRIES})",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> SourceOptions:
-    def mode(name: str) -> Mode:
-        return Mode(getattr(args, name, None) or Mode.AUTO.value)
-
-    options = SourceOptions(
-        telemetry_dir=getattr(args, "telemetry", None),
-        prometheus_url=getattr(args, "prometheus_url", None) or None,
-        managed_prometheus=mode("managed_prometheus"),
-        live_logs=mode("live_logs"),
-        live_kube=mode("live_kube"),
-        kubeconfig=getattr(args, "kubeconfig", None),
-        kube_context=getattr(args, "kube_context", None),
-        host_lookup=mode("host_lookup"),
-        max_log_entries=getattr(args, "max_log_entries", DEFAULT_MAX_LOG_ENTRIES),
-        timeout=getattr(args, "source_timeout", DEFAULT_SOURCE_TIMEOUT),
-    )
-    return options.offline() if getattr(args, "offline", False) else options
-
-
-def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
-    """What ``loopbreaker diagnose`` calls: options from its flags, then :func:`gather`."""
-    return gather(context, options_from_args(args))
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def http_url(text: str) -> str:
-    """An http(s) base URL with a host, no query and no fragment (paths are appended)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a valid URL: {text!r} ({exc})") from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(
-            f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:9090)"
-        )
-    if parts.query or parts.fragment:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has a query or fragment; give the base URL only"
-        )
-    del port  # parsed only to reject an invalid one
-    return text.rstrip("/")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
 
 
 __all__ = [

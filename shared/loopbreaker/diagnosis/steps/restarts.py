@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from loopbreaker.diagnosis.queries import KUBEFLOW_RESTARTS_METRIC
+from loopbreaker.diagnosis.scope import series_namespace
 from loopbreaker.diagnosis.steps.common import (
     EPOCH,
     Notes,
@@ -145,7 +146,8 @@ def _step1_kubeflow(
             for s in ev.restarts
             if s.metric == metric
             and s.labels.get("framework") == kind.framework
-            and labels_match(s.labels, {"cluster": ctx.cluster, "job_namespace": ctx.namespace})
+            and labels_match(s.labels, {"cluster": ctx.cluster})
+            and series_namespace(s.labels) in (None, ctx.namespace or series_namespace(s.labels))
         ]
         where = f"namespace {ctx.namespace}" if ctx.namespace else "all namespaces"
         if series and not covers(series, ctx):

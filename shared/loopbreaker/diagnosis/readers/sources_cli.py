@@ -1,0 +1,153 @@
+"""The live-source flags of ``loopbreaker diagnose``, and the options they give."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loopbreaker.diagnosis.readers.options import (
+    DEFAULT_MAX_LOG_ENTRIES,
+    DEFAULT_SOURCE_TIMEOUT,
+    Mode,
+    SourceOptions,
+)
+
+if TYPE_CHECKING:
+    from loopbreaker.model import Context, Evidence
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The live-source flags of ``loopbreaker diagnose``."""
+    group = parser.add_argument_group(
+        "live sources",
+        "Explicit sources win over --telemetry files; with --project, live readers fill in "
+        "what the files lack (auto). 401/403, network errors and timeouts mark that evidence "
+        "unavailable and the diagnosis goes on.",
+    )
+    group.add_argument(
+        "--prometheus-url",
+        metavar="URL",
+        type=http_url,
+        help="Prometheus HTTP API base URL (self-hosted, kube-prometheus-stack, or a "
+        "Managed Prometheus .../location/global/prometheus URL); wins over metrics.om",
+    )
+    modes = [m.value for m in Mode]
+    group.add_argument(
+        "--managed-prometheus",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="query Google Managed Prometheus of --project with ADC (default auto: when no "
+        "metrics.om and no --prometheus-url)",
+    )
+    group.add_argument(
+        "--live-logs",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="read Cloud Logging of --project (default auto: when no logs.json)",
+    )
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", type=Path, help="read nodes and pods live via a kubeconfig"
+    )
+    group.add_argument("--kube-context", metavar="NAME", help="kubeconfig context to use")
+    group.add_argument(
+        "--live-kube",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="read nodes and pods from the GKE cluster (endpoint from the GKE API, ADC token; "
+        "default auto: when no nodes.json/pods.json and --location is known)",
+    )
+    group.add_argument(
+        "--host-lookup",
+        choices=modes,
+        default=Mode.AUTO.value,
+        help="resolve nodes' physical hosts via Compute Engine, then Cloud Monitoring "
+        "(default auto: for nodes read live)",
+    )
+    group.add_argument(
+        "--offline",
+        action="store_true",
+        help="never fall back to live readers; use files and explicitly named sources only",
+    )
+    group.add_argument(
+        "--source-timeout",
+        metavar="SECONDS",
+        type=positive_float,
+        default=DEFAULT_SOURCE_TIMEOUT,
+        help=f"timeout of each live request (default {DEFAULT_SOURCE_TIMEOUT:g})",
+    )
+    group.add_argument(
+        "--max-log-entries",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_MAX_LOG_ENTRIES,
+        help=f"log entries read live at most (default {DEFAULT_MAX_LOG_ENTRIES})",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> SourceOptions:
+    def mode(name: str) -> Mode:
+        return Mode(getattr(args, name, None) or Mode.AUTO.value)
+
+    options = SourceOptions(
+        telemetry_dir=getattr(args, "telemetry", None),
+        prometheus_url=getattr(args, "prometheus_url", None) or None,
+        managed_prometheus=mode("managed_prometheus"),
+        live_logs=mode("live_logs"),
+        live_kube=mode("live_kube"),
+        kubeconfig=getattr(args, "kubeconfig", None),
+        kube_context=getattr(args, "kube_context", None),
+        host_lookup=mode("host_lookup"),
+        max_log_entries=getattr(args, "max_log_entries", DEFAULT_MAX_LOG_ENTRIES),
+        timeout=getattr(args, "source_timeout", DEFAULT_SOURCE_TIMEOUT),
+    )
+    return options.offline() if getattr(args, "offline", False) else options
+
+
+def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
+    """What ``loopbreaker diagnose`` calls: options from its flags, then :func:`gather`."""
+    from loopbreaker.diagnosis.readers.sources import gather
+
+    return gather(context, options_from_args(args))
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An http(s) base URL with a host, no query and no fragment (paths are appended)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a valid URL: {text!r} ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"not an http(s) URL with a host: {text!r} (e.g. http://127.0.0.1:9090)"
+        )
+    if parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has a query or fragment; give the base URL only"
+        )
+    del port  # parsed only to reject an invalid one
+    return text.rstrip("/")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
