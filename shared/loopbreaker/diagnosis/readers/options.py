@@ -56,6 +56,9 @@ class Mode(StrEnum):
 class SourceOptions:
     telemetry_dir: Path | None = None
     prometheus_url: str | None = None
+    #: The label that names the cluster on the Prometheus' series: a label name, ``none``
+    #: (a per-cluster Prometheus), or None to find it out from what the server holds.
+    prometheus_cluster_label: str | None = None
     managed_prometheus: Mode = Mode.AUTO
     live_logs: Mode = Mode.AUTO
     live_kube: Mode = Mode.AUTO

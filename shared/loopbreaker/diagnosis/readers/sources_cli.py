@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=http_url,
         help="Prometheus HTTP API base URL (self-hosted, kube-prometheus-stack, or a "
         "Managed Prometheus .../location/global/prometheus URL); wins over metrics.om",
+    )
+    group.add_argument(
+        "--prometheus-cluster-label",
+        metavar="NAME|none",
+        type=cluster_label_name,
+        help="the label that names the cluster on the Prometheus' series (cluster, "
+        "cluster_name, ...), or none for a Prometheus of one cluster (default: found out "
+        "from the series the server holds)",
     )
     modes = [m.value for m in Mode]
     group.add_argument(
@@ -93,6 +102,7 @@ def options_from_args(args: argparse.Namespace) -> SourceOptions:
     options = SourceOptions(
         telemetry_dir=getattr(args, "telemetry", None),
         prometheus_url=getattr(args, "prometheus_url", None) or None,
+        prometheus_cluster_label=getattr(args, "prometheus_cluster_label", None),
         managed_prometheus=mode("managed_prometheus"),
         live_logs=mode("live_logs"),
         live_kube=mode("live_kube"),
@@ -141,6 +151,18 @@ def http_url(text: str) -> str:
         )
     del port  # parsed only to reject an invalid one
     return text.rstrip("/")
+
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def cluster_label_name(text: str) -> str:
+    """A Prometheus label name, or ``none``."""
+    if text == "none" or (_LABEL_NAME.match(text) and not text.startswith("__")):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"not a label name: {text!r} (e.g. cluster, cluster_name, or none)"
+    )
 
 
 def _positive_int(text: str) -> int:
