@@ -76,6 +76,10 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_QUERY_BUDGET = tostring(var.query_budget)
           LOOPBREAKER_SETTLE_BATCH = tostring(var.settle_batch)
           LOOPBREAKER_LIVE_SOURCES = tostring(var.live_sources)
+          # A self-run Prometheus (prometheus.tf); its secrets are injected below.
+          LOOPBREAKER_PROMETHEUS_URL           = var.prometheus_url
+          LOOPBREAKER_PROMETHEUS_CLUSTER_LABEL = var.prometheus_cluster_label
+          LOOPBREAKER_PROMETHEUS_USERNAME      = var.prometheus_username
         } : {},
         each.key == "on_alertmanager_webhook" ? {
           LOOPBREAKER_ALERT_CLUSTER = var.alert_cluster
@@ -112,6 +116,18 @@ resource "google_cloudfunctions2_function" "this" {
         version    = google_secret_manager_secret_version.this[secret_environment_variables.value].version
       }
     }
+
+    # The Prometheus' token or password, from the team's own secret (prometheus.tf): its
+    # latest version when an instance starts, so rotating it needs no apply.
+    dynamic "secret_environment_variables" {
+      for_each = each.key == "on_schedule" ? local.prometheus_secrets : {}
+      content {
+        key        = secret_environment_variables.key
+        project_id = secret_environment_variables.value.project
+        secret     = secret_environment_variables.value.secret
+        version    = "latest"
+      }
+    }
   }
 
   lifecycle {
@@ -123,6 +139,19 @@ resource "google_cloudfunctions2_function" "this" {
       condition     = var.notifier != "google-chat" || var.google_chat_space != null
       error_message = "notifier = \"google-chat\" needs google_chat_space (the module posts through the Chat API as the Chat app)."
     }
+    # The library refuses these at start-up too; here they fail the plan instead.
+    precondition {
+      condition     = var.prometheus_bearer_token_secret == null || (var.prometheus_username == null && var.prometheus_password_secret == null)
+      error_message = "prometheus_bearer_token_secret and basic auth (prometheus_username, prometheus_password_secret) are exclusive: use one."
+    }
+    precondition {
+      condition     = (var.prometheus_username == null) == (var.prometheus_password_secret == null)
+      error_message = "basic auth to prometheus_url needs both prometheus_username and prometheus_password_secret."
+    }
+    precondition {
+      condition     = var.prometheus_url != null || (var.prometheus_cluster_label == null && var.prometheus_username == null)
+      error_message = "prometheus_cluster_label and prometheus_username need prometheus_url."
+    }
   }
 
   depends_on = [
@@ -131,6 +160,7 @@ resource "google_cloudfunctions2_function" "this" {
     # (also implied by the version reference above) and the runtime account read it.
     google_secret_manager_secret_version.this,
     google_secret_manager_secret_iam_member.accessor,
+    google_secret_manager_secret_iam_member.prometheus,
   ]
 }
 

@@ -179,7 +179,7 @@ locals {
     "pubsub.googleapis.com"           = true
     "run.googleapis.com"              = true
     "storage.googleapis.com"          = true
-    "secretmanager.googleapis.com"    = anytrue(values(local.secrets_in_use))
+    "secretmanager.googleapis.com"    = anytrue(values(local.secrets_in_use)) || var.prometheus_bearer_token_secret != null || var.prometheus_password_secret != null
     # The Chat API, which the posting functions call as the Chat app (scope chat.bot).
     "chat.googleapis.com"         = var.notifier == "google-chat"
     "cloudsupport.googleapis.com" = var.support_parent != null

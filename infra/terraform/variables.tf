@@ -346,6 +346,56 @@ variable "project_id" {
   }
 }
 
+variable "prometheus_bearer_token_secret" {
+  type        = string
+  description = "Existing Secret Manager secret (its id in project_id, or projects/P/secrets/S) whose latest version on_schedule sends to prometheus_url as a bearer token (LOOPBREAKER_PROMETHEUS_BEARER_TOKEN); the module grants it secretAccessor on that secret only. Not with prometheus_password_secret."
+  default     = null
+
+  validation {
+    condition     = var.prometheus_bearer_token_secret == null || can(regex("^(projects/[^/]+/secrets/)?[A-Za-z0-9_-]{1,255}$", coalesce(var.prometheus_bearer_token_secret, "-")))
+    error_message = "prometheus_bearer_token_secret must be a secret id or projects/P/secrets/S."
+  }
+}
+
+variable "prometheus_cluster_label" {
+  type        = string
+  description = "The label that names the cluster on prometheus_url's series (cluster, cluster_name, ...), or none for a Prometheus of one cluster (LOOPBREAKER_PROMETHEUS_CLUSTER_LABEL); null: found out from the server."
+  default     = null
+
+  validation {
+    condition     = var.prometheus_cluster_label == null || can(regex("^(none|[a-zA-Z][a-zA-Z0-9_]*|_[a-zA-Z0-9][a-zA-Z0-9_]*)$", coalesce(var.prometheus_cluster_label, "-")))
+    error_message = "prometheus_cluster_label must be a Prometheus label name (not starting with __) or none."
+  }
+}
+
+variable "prometheus_password_secret" {
+  type        = string
+  description = "Existing Secret Manager secret (its id in project_id, or projects/P/secrets/S) whose latest version is the basic-auth password of prometheus_username (LOOPBREAKER_PROMETHEUS_PASSWORD); the module grants on_schedule secretAccessor on that secret only."
+  default     = null
+
+  validation {
+    condition     = var.prometheus_password_secret == null || can(regex("^(projects/[^/]+/secrets/)?[A-Za-z0-9_-]{1,255}$", coalesce(var.prometheus_password_secret, "-")))
+    error_message = "prometheus_password_secret must be a secret id or projects/P/secrets/S."
+  }
+}
+
+variable "prometheus_url" {
+  type        = string
+  description = "Base URL of a self-run Prometheus (kube-prometheus-stack) that on_schedule reads metrics from instead of Managed Prometheus (LOOPBREAKER_PROMETHEUS_URL); it must be reachable through vpc_connector (an internal load balancer, not a cluster-local Service name). null: Managed Prometheus."
+  default     = null
+
+  validation {
+    condition     = var.prometheus_url == null || can(regex("^https?://[^/?#@[:space:]]+(/[^?#[:space:]]*)?$", coalesce(var.prometheus_url, "-")))
+    error_message = "prometheus_url must be an http(s) base URL without credentials, query or fragment."
+  }
+}
+
+variable "prometheus_username" {
+  type        = string
+  description = "Basic-auth user for prometheus_url (LOOPBREAKER_PROMETHEUS_USERNAME), with prometheus_password_secret."
+  default     = null
+}
+
 variable "query_budget" {
   type        = number
   description = "PromQL and Logging queries one diagnosis of one incident may run (LOOPBREAKER_QUERY_BUDGET)."

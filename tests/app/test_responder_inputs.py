@@ -90,6 +90,10 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_ALERT_WEBHOOK_TOKEN": "alert-token-0123456789",
         "LOOPBREAKER_ALERT_WEBHOOK_BASIC_AUTH": "alertmanager:s3cret",
         "LOOPBREAKER_ALERT_CLUSTER": "gpu-cluster",
+        "LOOPBREAKER_PROMETHEUS_URL": "http://kube-prometheus-stack-prometheus.monitoring:9090",
+        "LOOPBREAKER_PROMETHEUS_CLUSTER_LABEL": "none",
+        "LOOPBREAKER_PROMETHEUS_USERNAME": "loopbreaker",
+        "LOOPBREAKER_PROMETHEUS_PASSWORD": "prom-pass-0123",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
     }
     s = load_settings(env)
@@ -136,8 +140,15 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert r.support_classification == "100H41Q3DTMN0TBKCKD0SGRVNRMMPH5SQ"
     assert r.compute_endpoint == "http://127.0.0.1:9/compute"
     assert r.support_endpoint == "http://127.0.0.1:9/support"
+    prom = s.prometheus
+    assert prom.url == "http://kube-prometheus-stack-prometheus.monitoring:9090"
+    assert (prom.cluster_label, prom.username) == ("none", "loopbreaker")
+    assert prom.password is not None and prom.password.get() == "prom-pass-0123"
+    assert "prom-pass" not in repr(s)
+    # The bearer token excludes basic auth: test_settings_prometheus.py parses it.
+    exclusive = {"LOOPBREAKER_PROMETHEUS_BEARER_TOKEN"}
     documented = {v.name for v in S.VARIABLES if "<" not in v.name}
-    assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"}
+    assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"} | exclusive
 
 
 def test_the_project_falls_back_on_google_cloud_project() -> None:

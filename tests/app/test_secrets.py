@@ -194,3 +194,53 @@ def test_every_secret_is_resolved(server: SecretManagerServer) -> None:
     assert chat.slack_signing_secret.get() == "slack-signing-secret"
     assert chat.action_signing_key is not None and chat.action_signing_key.get() == "k" * 32
     assert len(server.requests) == 3
+
+
+def test_prometheus_secrets_are_resolved_and_named_by_their_variable(
+    server: SecretManagerServer,
+) -> None:
+    server.secrets[("p", "prom-pw")] = [b"basic-auth-pw\n"]
+    name = "projects/p/secrets/prom-pw/versions/latest"
+    settings = load_settings(
+        {
+            "LOOPBREAKER_PROMETHEUS_URL": "https://prometheus.internal:9090",
+            "LOOPBREAKER_PROMETHEUS_USERNAME": "loopbreaker",
+            "LOOPBREAKER_PROMETHEUS_PASSWORD_SECRET_NAME": name,
+        }
+    )
+    assert settings.prometheus.password == Secret(name=name)
+    resolved = resolve(settings, reader(server))
+    password = resolved.prometheus.password
+    assert password is not None and password.get() == "basic-auth-pw"
+    assert resolved.prometheus.username == "loopbreaker"
+    assert resolved.chatops == settings.chatops
+    assert "basic-auth-pw" not in repr(resolved)
+    assert [r.path for r in server.requests] == [f"/v1/{name}:access"]
+    # What the deployed wiring builds from it: basic auth to that Prometheus.
+    from loopbreaker.app.bootstrap import build_evidence
+    from loopbreaker.diagnosis.readers.sources import LiveEvidence
+
+    provider = build_evidence(resolved)
+    assert isinstance(provider, LiveEvidence)
+    options = provider.options
+    assert options.prometheus_basic_auth == ("loopbreaker", "basic-auth-pw")
+    assert options.prometheus_bearer_token is None
+
+
+def test_an_unreadable_prometheus_token_names_its_variable(server: SecretManagerServer) -> None:
+    server.secrets[("p", "prom-token")] = [b"tok"]
+    server.denied.add(("p", "prom-token"))
+    settings = load_settings(
+        {
+            "LOOPBREAKER_PROMETHEUS_URL": "https://prometheus.internal:9090",
+            "LOOPBREAKER_PROMETHEUS_BEARER_TOKEN_SECRET_NAME": (
+                "projects/p/secrets/prom-token/versions/1"
+            ),
+        }
+    )
+    with pytest.raises(ConfigError) as caught:
+        resolve(settings, reader(server))
+    assert str(caught.value).startswith(
+        "LOOPBREAKER_PROMETHEUS_BEARER_TOKEN_SECRET_NAME: cannot read secret "
+    )
+    assert "403" in str(caught.value)

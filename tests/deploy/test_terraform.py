@@ -288,8 +288,8 @@ def test_every_function_that_reads_a_secret_depends_on_that_secrets_version(
     function = resources(module, "google_cloudfunctions2_function")["this"]
     assert "${google_secret_manager_secret_version.this}" in function["depends_on"]
     assert "${google_secret_manager_secret_iam_member.accessor}" in function["depends_on"]
-    [dynamic] = function["service_config"][0]["dynamic"]
-    secrets = dynamic["secret_environment_variables"]
+    module_secrets, _prometheus = function["service_config"][0]["dynamic"]
+    secrets = module_secrets["secret_environment_variables"]
     assert secrets["for_each"] == "${local.function_secrets[each.key]}"
     [content] = secrets["content"]
     # The version this module added, by reference: never "latest" of an empty secret.

@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +114,14 @@ def start_prometheus(
     config_yaml: str = PROMETHEUS_CONFIG,
     extra_args: Sequence[str] = (),
     timeout: float = 60.0,
+    basic_auth: tuple[str, str] | None = None,
 ) -> PrometheusServer:
     """Back-fill ``openmetrics_files`` into a fresh TSDB, start Prometheus on it, wait ready.
 
     Blocks are only picked up at startup, hence back-fill first. Retention is 100y so that
     back-filled data dated far in the past is never deleted. ``config_yaml`` replaces the
     default config (no scrape targets), e.g. to add rule files or an Alertmanager.
+    ``basic_auth`` (user, password) makes every endpoint require it (``--web.config.file``).
     """
     prometheus = ensure_executable("prometheus", "prometheus")
     promtool = ensure_executable("promtool", "prometheus")
@@ -131,6 +133,9 @@ def start_prometheus(
         config = workdir / "prometheus.yml"
         try:
             config.write_text(config_yaml)
+            if basic_auth is not None:
+                web_config = workdir / "web.yml"
+                web_config.write_text(basic_auth_web_config(*basic_auth))
             backfill(promtool, list(openmetrics_files or ()), data_dir)
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -147,13 +152,62 @@ def start_prometheus(
         ]
         if prefix:
             argv.append(f"--web.route-prefix={prefix}")
+        if basic_auth is not None:
+            argv.append(f"--web.config.file={workdir / 'web.yml'}")
         argv.extend(extra_args)
         process = ManagedProcess("prometheus", argv, workdir)
         ready_url = f"http://{LOCALHOST}:{port}{prefix}/-/ready"
-        elapsed = process.wait_until(http_ok(ready_url), f"ready at {ready_url}", timeout)
+        probe = http_ok(ready_url) if basic_auth is None else _ok_with(ready_url, basic_auth)
+        elapsed = process.wait_until(probe, f"ready at {ready_url}", timeout)
         return PrometheusServer(process, port, elapsed, prefix, data_dir)
 
     return retry_on_port_race(attempt)
+
+
+def basic_auth_web_config(user: str, password: str) -> str:
+    """A ``--web.config.file`` that lets ``user`` in with ``password``, nobody else.
+
+    The format is Prometheus' (https://prometheus.io/docs/guides/basic-auth/):
+    ``basic_auth_users`` maps each user to a bcrypt hash. The hash comes from the system's
+    libcrypt (libxcrypt's ``crypt_gensalt("$2b$")``), so no bcrypt package is needed; cost 4,
+    bcrypt's minimum, because Prometheus checks it on every request.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("crypt")
+    if name is None:
+        raise HarnessError("libcrypt not found: cannot hash a basic-auth password")
+    lib = ctypes.CDLL(name)
+    lib.crypt_gensalt.restype = ctypes.c_char_p
+    lib.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    lib.crypt.restype = ctypes.c_char_p
+    lib.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    salt = lib.crypt_gensalt(b"$2b$", 4, None, 0)
+    hashed = lib.crypt(password.encode(), salt) if salt else None
+    if not hashed or not hashed.startswith(b"$2b$"):
+        raise HarnessError("libcrypt cannot make bcrypt hashes")
+    return yaml.safe_dump({"basic_auth_users": {user: hashed.decode()}})
+
+
+def _ok_with(url: str, basic_auth: tuple[str, str]) -> Callable[[], bool]:
+    """Probe that succeeds once ``url`` answers 200 to these basic-auth credentials."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    token = base64.b64encode(":".join(basic_auth).encode()).decode()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def probe() -> bool:
+        request = urllib.request.Request(url, headers={"Authorization": f"Basic {token}"})
+        try:
+            with opener.open(request, timeout=2.0) as response:
+                return bool(response.status == 200)
+        except (OSError, ValueError):
+            return False
+
+    return probe
 
 
 def start_alertmanager(

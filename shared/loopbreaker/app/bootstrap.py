@@ -86,12 +86,29 @@ def resolve_secrets(settings: Settings) -> Settings:
 
 
 def build_evidence(settings: Settings) -> EvidenceProvider:
-    if settings.live_sources:
+    """Evidence from the sources the settings name; secrets must be resolved already."""
+    prometheus = settings.prometheus
+    if settings.live_sources or prometheus.url is not None:
         # Live readers fill in what the telemetry directory (if any) lacks; a source that
         # answers 401/403 or not at all marks its evidence unavailable, nothing raises.
         from loopbreaker.diagnosis.readers.sources import LiveEvidence, SourceOptions
 
-        return LiveEvidence(SourceOptions(telemetry_dir=settings.telemetry_dir))
+        token, password = prometheus.bearer_token, prometheus.password
+        options = SourceOptions(
+            telemetry_dir=settings.telemetry_dir,
+            # A self-run Prometheus is named explicitly: it wins over Managed Prometheus
+            # and the directory's metrics.om, as --prometheus-url does.
+            prometheus_url=prometheus.url,
+            prometheus_cluster_label=prometheus.cluster_label,
+            prometheus_bearer_token=token.get() if token is not None else None,
+            prometheus_basic_auth=(
+                (prometheus.username, password.get())
+                if prometheus.username is not None and password is not None
+                else None
+            ),
+        )
+        # Live sources off: the named Prometheus only, as `diagnose --offline` with one.
+        return LiveEvidence(options if settings.live_sources else options.offline())
     if settings.telemetry_dir is not None:
         return TelemetryDirEvidence(settings.telemetry_dir)
     return NoEvidence("live sources are off and no LOOPBREAKER_TELEMETRY_DIR is set")

@@ -48,8 +48,10 @@ class SecretManagerReader:
 
 def resolve(settings: Settings, reader: SecretReader | None = None) -> Settings:
     """Settings whose secrets all carry their values (read through ``reader``)."""
-    chat = settings.chatops
+    chat, prometheus = settings.chatops, settings.prometheus
     pending = {k: s for k, s in chat.secrets().items() if s.value is None}
+    # The Prometheus' secrets are PROMETHEUS_<FIELD> (fields bearer_token, password).
+    pending |= {f"prometheus_{k}": s for k, s in prometheus.secrets().items() if s.value is None}
     if not pending:
         return settings
     source = reader or SecretManagerReader()
@@ -64,8 +66,16 @@ def resolve(settings: Settings, reader: SecretReader | None = None) -> Settings:
         if not value:
             raise ConfigError(f"{PREFIX}{field_name.upper()}_SECRET_NAME: {secret.name} is empty")
         filled[field_name] = Secret(value=value, name=secret.name)
-    resolved = replace(chat, **filled)  # type: ignore[arg-type]
+    chat_filled = {k: v for k, v in filled.items() if not k.startswith("prometheus_")}
+    resolved = replace(chat, **chat_filled)  # type: ignore[arg-type]
     key = resolved.action_signing_key
     if key is not None and len(key.get()) < MIN_SIGNING_KEY_LENGTH:
         raise ConfigError(f"{PREFIX}ACTION_SIGNING_KEY_SECRET_NAME: the key is too short")
-    return replace(settings, chatops=resolved)
+    prometheus_filled = {
+        k.removeprefix("prometheus_"): v for k, v in filled.items() if k.startswith("prometheus_")
+    }
+    return replace(
+        settings,
+        chatops=resolved,
+        prometheus=replace(prometheus, **prometheus_filled),  # type: ignore[arg-type]
+    )

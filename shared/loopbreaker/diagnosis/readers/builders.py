@@ -57,7 +57,13 @@ class Builder:
         from loopbreaker.diagnosis.readers.prometheus import GMP_ENDPOINT, PrometheusReader
 
         if origin is Origin.PROMETHEUS and self.options.prometheus_url:
-            reader = PrometheusReader(self.options.prometheus_url, timeout=self.options.timeout)
+            token = self.options.prometheus_bearer_token
+            reader = PrometheusReader(
+                self.options.prometheus_url,
+                token_provider=(lambda: token) if token is not None else None,
+                basic_auth=self.options.prometheus_basic_auth,
+                timeout=self.options.timeout,
+            )
             return reader, reader.source
         project = self.context.project
         if not project:

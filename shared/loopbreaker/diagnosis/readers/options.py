@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +59,10 @@ class SourceOptions:
     #: The label that names the cluster on the Prometheus' series: a label name, ``none``
     #: (a per-cluster Prometheus), or None to find it out from what the server holds.
     prometheus_cluster_label: str | None = None
+    #: Auth to ``prometheus_url``, one or neither (as Prometheus' own ``bearer_token_file``
+    #: and ``basic_auth``): a bearer token, or (username, password). Never in ``repr()``.
+    prometheus_bearer_token: str | None = field(default=None, repr=False)
+    prometheus_basic_auth: tuple[str, str] | None = field(default=None, repr=False)
     managed_prometheus: Mode = Mode.AUTO
     live_logs: Mode = Mode.AUTO
     live_kube: Mode = Mode.AUTO

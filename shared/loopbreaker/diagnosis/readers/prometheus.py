@@ -7,6 +7,7 @@ an OAuth2 bearer token; a self-hosted Prometheus is just a base URL. One class c
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -61,13 +62,25 @@ class PrometheusReader:
         base_url: str,
         *,
         token_provider: TokenProvider | None = None,
+        basic_auth: tuple[str, str] | None = None,
         session: requests.Session | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         source: str | None = None,
     ) -> None:
+        """``token_provider`` (a bearer token) or ``basic_auth`` (username, password), as
+        Prometheus' own scrape config has ``bearer_token_file`` or ``basic_auth``."""
+        if token_provider is not None and basic_auth is not None:
+            raise ValueError("a bearer token and basic auth are exclusive")
         self.base_url = base_url.rstrip("/")
         self._token_provider = token_provider
+        # Built once into the header; neither it nor the password is ever logged or put
+        # into an error (a 401/403 names the status and the server's own message only).
+        self._basic = (
+            "Basic " + base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+            if basic_auth is not None
+            else None
+        )
         self._session = session or requests.Session()
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
@@ -103,7 +116,8 @@ class PrometheusReader:
         params = {"query": promql}
         if time is not None:
             params["time"] = _epoch(time)
-        return self._get("/api/v1/query", params)
+        data: dict[str, Any] = self._get("/api/v1/query", params)
+        return data
 
     def query_range(
         self, promql: str, start: datetime, end: datetime, step: timedelta
@@ -115,7 +129,8 @@ class PrometheusReader:
             "end": _epoch(end),
             "step": f"{step.total_seconds():g}",
         }
-        return self._get("/api/v1/query_range", params)
+        data: dict[str, Any] = self._get("/api/v1/query_range", params)
+        return data
 
     def raw_series(self, selector: str, start: datetime, end: datetime) -> tuple[Series, ...]:
         """Every raw sample of ``selector`` in [start - RAW_LOOKBACK, end].
@@ -138,14 +153,44 @@ class PrometheusReader:
                 out.append(Series(one.metric, one.labels, kept))
         return tuple(out)
 
+    def label_values(
+        self, label: str, matches: tuple[str, ...], start: datetime, end: datetime
+    ) -> tuple[str, ...]:
+        """Values of ``label`` on the series of ``matches`` in [start, end]
+        (``/api/v1/label/<label>/values``; ``__name__`` gives the metric names)."""
+        return self._strings(f"/api/v1/label/{quote(label, safe='')}/values", matches, start, end)
+
+    def label_names(
+        self, matches: tuple[str, ...], start: datetime, end: datetime
+    ) -> tuple[str, ...]:
+        """Label names of the series of ``matches`` in [start, end] (``/api/v1/labels``)."""
+        return self._strings("/api/v1/labels", matches, start, end)
+
+    def _strings(
+        self, path: str, matches: tuple[str, ...], start: datetime, end: datetime
+    ) -> tuple[str, ...]:
+        params: list[tuple[str, str]] = [("match[]", m) for m in matches]
+        params += [("start", _epoch(start)), ("end", _epoch(end))]
+        data: list[Any] = self._get(path, params, expect=list)
+        if not all(isinstance(v, str) for v in data):
+            raise self._malformed(f"{path}: data is not a list of strings")
+        return tuple(data)
+
     # --- transport ----------------------------------------------------------------------
 
-    def _get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, str] | list[tuple[str, str]],
+        expect: type = dict,
+    ) -> Any:
         url = self.base_url + path
         headers = {"Accept": "application/json"}
         if self._token_provider is not None:
             # A missing token is SourceUnavailable from the provider: never retried.
             headers["Authorization"] = f"Bearer {self._token_provider()}"
+        elif self._basic is not None:
+            headers["Authorization"] = self._basic
         attempt = 0
         while True:
             attempt += 1
@@ -173,9 +218,9 @@ class PrometheusReader:
                 )
                 self._retry.sleep(delay)
                 continue
-            return self._decode(response, attempt)
+            return self._decode(response, attempt, expect)
 
-    def _decode(self, response: requests.Response, attempts: int) -> dict[str, Any]:
+    def _decode(self, response: requests.Response, attempts: int, expect: type = dict) -> Any:
         status = response.status_code
         body = _json_or_none(response)
         if status in (401, 403):
@@ -202,8 +247,8 @@ class PrometheusReader:
         if body.get("status") != "success":
             raise self._malformed(f"status {body.get('status')!r}: {_message(body, response)}")
         data = body.get("data")
-        if not isinstance(data, dict):
-            raise self._malformed("no data object")
+        if not isinstance(data, expect):
+            raise self._malformed(f"no data {expect.__name__}")
         return data
 
     def _malformed(self, detail: str) -> SourceUnavailable:

@@ -6,7 +6,7 @@ import argparse
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopbreaker.diagnosis.readers.options import (
     DEFAULT_MAX_LOG_ENTRIES,
@@ -14,6 +14,7 @@ from loopbreaker.diagnosis.readers.options import (
     Mode,
     SourceOptions,
 )
+from loopbreaker.errors import InvalidInput
 
 if TYPE_CHECKING:
     from loopbreaker.model import Context, Evidence
@@ -41,6 +42,24 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="the label that names the cluster on the Prometheus' series (cluster, "
         "cluster_name, ...), or none for a Prometheus of one cluster (default: found out "
         "from the series the server holds)",
+    )
+    # Named after Prometheus' own scrape config: bearer_token_file, basic_auth.
+    group.add_argument(
+        "--prometheus-bearer-token-file",
+        metavar="FILE",
+        type=Path,
+        help="send the token in FILE as 'Authorization: Bearer' to --prometheus-url",
+    )
+    group.add_argument(
+        "--prometheus-username",
+        metavar="NAME",
+        help="basic auth to --prometheus-url as NAME (with --prometheus-password-file)",
+    )
+    group.add_argument(
+        "--prometheus-password-file",
+        metavar="FILE",
+        type=Path,
+        help="the basic-auth password, read from FILE (never give it on the command line)",
     )
     modes = [m.value for m in Mode]
     group.add_argument(
@@ -103,6 +122,7 @@ def options_from_args(args: argparse.Namespace) -> SourceOptions:
         telemetry_dir=getattr(args, "telemetry", None),
         prometheus_url=getattr(args, "prometheus_url", None) or None,
         prometheus_cluster_label=getattr(args, "prometheus_cluster_label", None),
+        **prometheus_auth_from_args(args),
         managed_prometheus=mode("managed_prometheus"),
         live_logs=mode("live_logs"),
         live_kube=mode("live_kube"),
@@ -113,6 +133,54 @@ def options_from_args(args: argparse.Namespace) -> SourceOptions:
         timeout=getattr(args, "source_timeout", DEFAULT_SOURCE_TIMEOUT),
     )
     return options.offline() if getattr(args, "offline", False) else options
+
+
+def prometheus_auth_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The SourceOptions auth fields from the flags, files read; InvalidInput if unusable."""
+    token_file = getattr(args, "prometheus_bearer_token_file", None)
+    username = getattr(args, "prometheus_username", None)
+    password_file = getattr(args, "prometheus_password_file", None)
+    if token_file is None and username is None and password_file is None:
+        return {}
+    if not getattr(args, "prometheus_url", None):
+        raise InvalidInput("Prometheus auth flags need --prometheus-url")
+    if token_file is not None and (username is not None or password_file is not None):
+        raise InvalidInput(
+            "--prometheus-bearer-token-file and --prometheus-username/--prometheus-password-file"
+            " are exclusive: use one"
+        )
+    if token_file is not None:
+        token = read_secret_file(token_file, f"--prometheus-bearer-token-file {token_file}")
+        return {"prometheus_bearer_token": token}
+    if username is None or password_file is None:
+        raise InvalidInput(
+            "basic auth needs both --prometheus-username and --prometheus-password-file"
+        )
+    password = read_secret_file(password_file, f"--prometheus-password-file {password_file}")
+    return {"prometheus_basic_auth": (username, password)}
+
+
+#: A secret file larger than this is no token or password (a wrong mount, a log file).
+MAX_SECRET_FILE_BYTES = 64 * 1024
+
+
+def read_secret_file(path: Path, what: str) -> str:
+    """The stripped text of a token or password file; InvalidInput naming ``what`` otherwise.
+
+    Kubernetes mounts each key of a Secret as a file holding the raw value; a trailing
+    newline (``echo`` into a file) is not part of the secret.
+    """
+    try:
+        if path.stat().st_size > MAX_SECRET_FILE_BYTES:
+            raise InvalidInput(f"{what}: larger than {MAX_SECRET_FILE_BYTES} bytes")
+        text = path.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise InvalidInput(f"{what}: cannot read it ({exc.strerror or exc})") from exc
+    if not text:
+        raise InvalidInput(f"{what}: the file is empty")
+    return text
 
 
 def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
