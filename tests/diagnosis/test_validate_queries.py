@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from loopbreaker.cli.main import main
 from loopbreaker.diagnosis import lql
+from loopbreaker.diagnosis.metric_vocabulary import Vocabulary
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
 from loopbreaker.diagnosis.readers.google_auth import anonymous
 from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
@@ -98,7 +99,12 @@ def test_cli_passes_on_shipped_templates(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["validate-queries"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["STATUS", "ID", "LANG", "CHECK", "DETAIL"]
-    assert "OK: 36 pass, 0 fail, 6 skip" in out
+    live = [t for t in TEMPLATES if not t.deprecated]
+    assert f"OK: {len(live)} pass, 0 fail, 6 skip" in out
+    # Both vocabularies are checked: each kube-prometheus-stack form has its own row.
+    kps = [t for t in live if t.vocabulary is Vocabulary.KUBE_PROMETHEUS_STACK]
+    assert len(kps) >= 20
+    assert all(f"PASS    {t.qualified_id} " in out for t in kps)
 
 
 def test_cli_fails_on_a_broken_query(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from loopbreaker.diagnosis.metric_vocabulary import Vocabulary
 from loopbreaker.diagnosis.queries import fill, templates_for
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import Context, Evidence, WorkloadKind
@@ -19,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diag = sub.add_parser(
         "diagnose",
         help="run the four-step restart-loop diagnosis",
-        description="Diagnose why a JobSet (or TFJob/PyTorchJob) keeps restarting.",
+        description="Diagnose why a JobSet (or TFJob/PyTorchJob/TrainJob) keeps restarting.",
     )
     add_context_flags(diag)
     diag.add_argument(
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="DIR",
         type=Path,
         help="directory of offline telemetry (logs.json, *.jsonl, metrics.om, nodes.json, "
-        "pods.json)",
+        "pods.json, jobs.json, jobsets.json)",
     )
     diag.add_argument(
         "--format",
@@ -49,6 +50,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     queries.add_argument(
         "--include-deprecated", action="store_true", help="also print the deprecated MQL forms"
     )
+    queries.add_argument(
+        "--vocabulary",
+        choices=[v.value for v in Vocabulary],
+        help="only the PromQL of one metric vocabulary (default: both)",
+    )
     queries.set_defaults(handler=run_queries)
 
 
@@ -58,13 +64,15 @@ def add_context_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--location", help="cluster location (region or zone)")
     group.add_argument("--cluster", help="GKE cluster name (required)")
     group.add_argument("--namespace", help="Kubernetes namespace of the workload")
-    group.add_argument("--workload", help="JobSet (or TFJob/PyTorchJob) name (required)")
+    group.add_argument("--workload", help="JobSet (or TFJob/PyTorchJob/TrainJob) name (required)")
     group.add_argument(
         "--workload-kind",
         dest="workload_kind",
+        type=str.lower,  # the API kind spelling too: TrainJob, TFJob
         choices=[k.value for k in WorkloadKind],
         default=None,
-        help="the controller of the workload: JobSet, or Kubeflow's TFJob / PyTorchJob "
+        help="the controller of the workload: JobSet, Kubeflow's TFJob / PyTorchJob, or "
+        "Kubeflow Trainer's TrainJob (runs as a JobSet of its name) "
         "(default: detected from the evidence, else jobset)",
     )
     group.add_argument(
@@ -128,6 +136,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
     if context.workload_kind is not asked.workload_kind and live:
         # Live queries are kind-specific (the JobSet and the operator's metrics differ).
         evidence = collect_evidence(args, context)
+    # The TrainJob's Failed condition (reason, message) is cited in step 1.
     diagnosis = engine.diagnose(context, evidence)
     if args.format == "json":
         json.dump(render.diagnosis_to_dict(diagnosis), sys.stdout, indent=2)
@@ -164,7 +173,12 @@ def run_queries(args: argparse.Namespace) -> int:
             start_time=format_rfc3339(ctx.start_time),
             end_time=format_rfc3339(ctx.end_time),
         )
-    chosen = [t for t in templates_for(kind) if args.include_deprecated or not t.deprecated]
+    chosen = [
+        t
+        for t in templates_for(kind)
+        if (args.include_deprecated or not t.deprecated)
+        and (args.vocabulary is None or t.vocabulary in (None, Vocabulary(args.vocabulary)))
+    ]
     if args.format == "json":
         out = [
             {
@@ -173,6 +187,7 @@ def run_queries(args: argparse.Namespace) -> int:
                 "workload_kind": kind.value,
                 "language": t.language.value,
                 "deprecated": t.deprecated,
+                "vocabulary": t.vocabulary.value if t.vocabulary else None,
                 "description": t.description,
                 "text": fill(t.text, values),
             }
@@ -183,6 +198,9 @@ def run_queries(args: argparse.Namespace) -> int:
         return 0
     for t in chosen:
         flag = " (deprecated MQL)" if t.deprecated else ""
-        sys.stdout.write(f"# step {t.step} · {t.id} · {t.language.value}{flag}: {t.description}\n")
+        where = f" · {t.vocabulary.value}" if t.vocabulary else ""
+        sys.stdout.write(
+            f"# step {t.step} · {t.id} · {t.language.value}{where}{flag}: {t.description}\n"
+        )
         sys.stdout.write(fill(t.text, values) + "\n\n")
     return 0

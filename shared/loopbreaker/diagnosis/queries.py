@@ -7,10 +7,17 @@ marked deprecated and never executed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from loopbreaker.diagnosis.metric_vocabulary import Vocabulary
+from loopbreaker.diagnosis.queries_kps import with_vocabularies
+from loopbreaker.diagnosis.query_templates import (
+    _JOBSET,
+    _KUBEFLOW,
+    Template,
+    fill,
+    scoped,
+)
 from loopbreaker.diagnosis.selectors import (
     IMAGE_WAITING_REASONS,
     KUBEFLOW_RESTARTS_METRIC,
@@ -54,11 +61,6 @@ __all__ = [
     "templates_for",
 ]
 
-_PLACEHOLDER = re.compile(
-    r"\{(project_id|location|cluster_name|namespace|workload_name|job_kind|framework|"
-    r"issue_time|start_time|end_time)\}"
-)
-
 P, L, M = QueryLanguage.PROMQL, QueryLanguage.LQL, QueryLanguage.MQL
 
 STEP_TITLES: Mapping[int, str] = {
@@ -94,33 +96,7 @@ _POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in vocabulary.pod_audit_methods())
 _WORKLOAD_PODS = 'cluster="{cluster_name}", namespace="{namespace}", pod=~"{workload_name}.*"'
 
 
-@dataclass(frozen=True)
-class Template:
-    id: str
-    step: int
-    language: QueryLanguage
-    text: str
-    description: str
-    deprecated: bool = False
-    #: The workload kinds the template serves; an id may have one variant per kind.
-    kinds: frozenset[WorkloadKind] = frozenset(WorkloadKind)
-
-    def serves(self, kind: WorkloadKind) -> bool:
-        return kind in self.kinds
-
-    @property
-    def qualified_id(self) -> str:
-        """The id, plus the kinds of a kind-specific variant: ``restarts[kubeflow]``."""
-        if self.kinds == frozenset(WorkloadKind):
-            return self.id
-        label = "kubeflow" if self.kinds == _KUBEFLOW else ",".join(sorted(self.kinds))
-        return f"{self.id}[{label}]"
-
-
-_JOBSET = frozenset({WorkloadKind.JOBSET})
-_KUBEFLOW = frozenset(k for k in WorkloadKind if k.kubeflow)
-
-TEMPLATES: tuple[Template, ...] = (
+_MANAGED: tuple[Template, ...] = (
     # Step 1
     Template(
         "restarts",
@@ -209,6 +185,26 @@ TEMPLATES: tuple[Template, ...] = (
         'AND jsonPayload.reason=("{job_kind}Restarting" OR "JobRestarting")\n' + _WINDOW_LQL,
         "The operator's restart events of this job (they name it; the counter does not).",
         kinds=_KUBEFLOW,
+    ),
+    Template(
+        "jobset_restart_events",
+        1,
+        L,
+        'logName="projects/{project_id}/logs/events"\n'
+        'AND resource.labels.cluster_name="{cluster_name}"\n'
+        'AND jsonPayload.involvedObject.kind="JobSet"\n'
+        'AND jsonPayload.involvedObject.namespace="{namespace}"\n'
+        'AND jsonPayload.involvedObject.name="{workload_name}"\n'
+        # kubernetes-sigs/jobset pkg/constants/constants.go: Restarting (v0.2-v0.4; v0.5 put
+        # "restarting jobset, attempt N" in the reason), the failure-policy actions (v0.6+,
+        # RestartJob* v0.12+).
+        'AND (jsonPayload.reason=("Restarting" OR "RestartJobSetFailurePolicyAction" OR '
+        '"RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction" OR '
+        '"RestartJobFailurePolicyAction" OR "RestartJobAndIgnoreMaxRestartsFailurePolicyAction")'
+        ' OR jsonPayload.reason:"restarting jobset")\n' + _WINDOW_LQL,
+        "The JobSet controller's restart Events: RestartJob actions leave kube_jobset_restarts "
+        "flat.",
+        kinds=_JOBSET,
     ),
     # Step 2
     Template(
@@ -525,31 +521,8 @@ TEMPLATES: tuple[Template, ...] = (
 )
 
 
-def fill(text: str, values: Mapping[str, str | None]) -> str:
-    """Replace known placeholders; an unknown value keeps its ``{placeholder}``."""
-
-    def sub(match: re.Match[str]) -> str:
-        value = values.get(match.group(1))
-        return match.group(0) if value is None or value == "" else value
-
-    return _PLACEHOLDER.sub(sub, text)
-
-
-#: Clauses that pin the namespace: a line of LQL, or one PromQL matcher.
-_NAMESPACE_CLAUSES = (
-    re.compile(r"\nAND [^\n]*\{namespace\}[^\n]*"),
-    re.compile(r', [a-z_]+="\{namespace\}"'),
-    re.compile(r'[a-z_]+="\{namespace\}", '),
-)
-
-
-def scoped(text: str, context: Context) -> str:
-    """The template for this context: without a namespace, its namespace clauses go (every
-    namespace is searched and the evidence is scoped afterwards), and the rest is filled."""
-    if not context.namespace:
-        for clause in _NAMESPACE_CLAUSES:
-            text = clause.sub("", text)
-    return fill(text, context.placeholders())
+#: Every template; each PromQL one also in its kube-prometheus-stack form (queries_kps).
+TEMPLATES: tuple[Template, ...] = with_vocabularies(_MANAGED)
 
 
 def render(template: Template, context: Context) -> Query:
@@ -568,11 +541,14 @@ def templates_for(kind: WorkloadKind) -> tuple[Template, ...]:
 
 
 def queries_for(context: Context, *, steps: Iterable[int] | None = None) -> tuple[Query, ...]:
+    """The workflow's queries for a report: Managed Prometheus' forms (``loopbreaker
+    queries`` lists the kube-prometheus-stack ones too)."""
     wanted = set(steps) if steps is not None else None
     return tuple(
         render(t, context)
         for t in templates_for(context.workload_kind)
-        if wanted is None or t.step in wanted
+        if (wanted is None or t.step in wanted)
+        and t.vocabulary is not Vocabulary.KUBE_PROMETHEUS_STACK
     )
 
 

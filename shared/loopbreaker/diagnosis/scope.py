@@ -167,11 +167,7 @@ def signal_in_scope(sig: Signal, ctx: Context, other_clusters: Iterable[str]) ->
         return False
     if ctx.namespace and sig.namespace is not None and sig.namespace != ctx.namespace:
         return False
-    if (
-        sig.workload == ctx.workload
-        and sig.workload_kind is not None
-        and sig.workload_kind != ctx.workload_kind.value
-    ):
+    if sig.workload == ctx.workload and not of_kind(_kind(sig.workload_kind), ctx.workload_kind):
         return False
     for name in (sig.node, sig.instance):
         if name and names_other_cluster(name, ctx, other_clusters):
@@ -184,7 +180,7 @@ def pod_in_scope(
 ) -> bool:
     if not any_namespace and ctx.namespace and pod.namespace and pod.namespace != ctx.namespace:
         return False
-    if pod.workload == ctx.workload and pod.workload_kind not in (None, ctx.workload_kind.value):
+    if pod.workload == ctx.workload and not of_kind(_kind(pod.workload_kind), ctx.workload_kind):
         return False
     return not (pod.node and names_other_cluster(pod.node, ctx, other_clusters))
 
@@ -195,12 +191,48 @@ def node_in_scope(node: NodeInfo, ctx: Context, other_clusters: Iterable[str]) -
     return not names_other_cluster(node.name, ctx, other_clusters)
 
 
+def of_kind(found: Kind | None, wanted: Kind) -> bool:
+    """Evidence naming ``found`` (None: no kind) may be of a ``wanted`` workload: a
+    TrainJob's evidence is also its JobSet's, which has the TrainJob's name."""
+    return found in (None, wanted) or (wanted is Kind.TRAINJOB and found is Kind.JOBSET)
+
+
+def _as_trainjob(ctx: Context, ev: Evidence) -> Evidence:
+    """A TrainJob's JobSet's signals and pods, relabelled as the TrainJob's: the steps
+    match the context's kind, and the JobSet of the TrainJob's name is the TrainJob's."""
+    if ctx.workload_kind is not Kind.TRAINJOB:
+        return ev
+    jobset = Kind.JOBSET.value
+
+    def owned(workload: str | None, kind: str | None) -> bool:
+        return workload == ctx.workload and kind == jobset
+
+    trainjob = Kind.TRAINJOB.value
+    signals = ev.signals and tuple(
+        replace(s, workload_kind=trainjob) if owned(s.workload, s.workload_kind) else s
+        for s in ev.signals
+    )
+    pods = ev.pods and tuple(
+        replace(p, workload_kind=trainjob) if owned(p.workload, p.workload_kind) else p
+        for p in ev.pods
+    )
+    return replace(ev, signals=signals, pods=pods)
+
+
 def scope(ctx: Context, ev: Evidence) -> Evidence:
     """The evidence with everything that positively belongs elsewhere dropped."""
+    return _as_trainjob(ctx, _scope(ctx, ev))
+
+
+def _scope(ctx: Context, ev: Evidence) -> Evidence:
     others = survey(ev).clusters - {ctx.cluster}
 
-    def series(values: tuple[Series, ...] | None) -> tuple[Series, ...] | None:
-        return None if values is None else tuple(s for s in values if series_in_scope(s, ctx))
+    def series(
+        values: tuple[Series, ...] | None, *, any_namespace: bool = False
+    ) -> tuple[Series, ...] | None:
+        if values is None:
+            return None
+        return tuple(s for s in values if series_in_scope(s, ctx, any_namespace=any_namespace))
 
     signals = (
         None
@@ -231,8 +263,10 @@ def scope(ctx: Context, ev: Evidence) -> Evidence:
     return replace(
         ev,
         restarts=series(ev.restarts),
-        interruptions=series(ev.interruptions),
-        node_conditions=series(ev.node_conditions),
+        # Nodes belong to no namespace: a node series' namespace label is its exporter's
+        # (kube-prometheus-stack: kube-state-metrics' target namespace="monitoring").
+        interruptions=series(ev.interruptions, any_namespace=True),
+        node_conditions=series(ev.node_conditions, any_namespace=True),
         pod_phases=series(ev.pod_phases),
         unschedulable=series(ev.unschedulable),
         pod_reasons=series(ev.pod_reasons),
@@ -273,6 +307,11 @@ def survey(ev: Evidence) -> Survey:
     for pod in ev.pods or ():
         if pod.workload:
             found.workloads.add(Seen(pod.workload, _kind(pod.workload_kind), pod.namespace))
+    for jobset in ev.jobsets or ():
+        found.workloads.add(Seen(jobset.name, Kind.JOBSET, jobset.namespace))
+        # The Trainer's runtime makes each TrainJob's JobSet, of its name, owned by it.
+        if jobset.owner_kind == Kind.TRAINJOB.api_kind and jobset.owner_name == jobset.name:
+            found.workloads.add(Seen(jobset.name, Kind.TRAINJOB, jobset.namespace))
     return found
 
 
@@ -384,10 +423,22 @@ def resolve(ctx: Context, ev: Evidence, *, kind_given: bool) -> Resolved:
         if w.name == ctx.workload
         and (ctx.namespace is None or w.namespace in (None, ctx.namespace))
     ]
+    named = _fold_owned_jobsets(named)
     kinds = {w.kind for w in named if w.kind is not None}
     note: list[str] = []
     if kind_given:
-        matching = [w for w in named if w.kind in (None, ctx.workload_kind)]
+        # A TrainJob's JobSet is a JobSet too: it may be diagnosed as one.
+        jobset = ctx.workload_kind is Kind.JOBSET
+        matching = [
+            w
+            for w in named
+            if of_kind(w.kind, ctx.workload_kind) or (jobset and w.kind is Kind.TRAINJOB)
+        ]
+        if ctx.workload_kind is Kind.TRAINJOB and matching and kinds == {Kind.JOBSET}:
+            note.append(
+                f"no TrainJob object read; {ctx.workload} taken as the TrainJob that runs "
+                "as the JobSet of its name"
+            )
         if named and not matching and conclusive:
             raise NoEvidence(
                 f"no {ctx.workload_kind.api_kind} {ctx.workload} in cluster {ctx.cluster}; "
@@ -426,6 +477,19 @@ def resolve(ctx: Context, ev: Evidence, *, kind_given: bool) -> Resolved:
         ctx = replace(ctx, namespace=namespace)
         note.append(f"namespace {namespace} detected from the evidence")
     return Resolved(ctx, "; ".join(note) or None)
+
+
+def _fold_owned_jobsets(named: list[Seen]) -> list[Seen]:
+    """A JobSet of a TrainJob's name and namespace is that TrainJob's (the runtime creates
+    it so): one workload, the TrainJob, not two kinds sharing a name."""
+    spaces = {w.namespace for w in named if w.kind is Kind.TRAINJOB}
+    if not spaces:
+        return named
+
+    def owned(w: Seen) -> bool:
+        return w.kind is Kind.JOBSET and (None in spaces or w.namespace in spaces | {None})
+
+    return [replace(w, kind=Kind.TRAINJOB) if owned(w) else w for w in named]
 
 
 def _listing(workloads: Iterable[Seen]) -> str:

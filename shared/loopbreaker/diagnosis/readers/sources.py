@@ -30,12 +30,16 @@ requested without the context it needs) raises, as InvalidInput.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from loopbreaker.diagnosis.queries import selector
+from loopbreaker.diagnosis.jobsets import restart_series_seen
+from loopbreaker.diagnosis.metric_vocabulary import canonical
+from loopbreaker.diagnosis.readers import discovery
 from loopbreaker.diagnosis.readers.builders import Builder, cluster_label
+from loopbreaker.diagnosis.readers.discovery import Discovery
 from loopbreaker.diagnosis.readers.options import (
     DEFAULT_MAX_LOG_ENTRIES,
     DEFAULT_SOURCE_TIMEOUT,
@@ -195,6 +199,14 @@ def gather(
     if metric_kinds:
         reader, label = builder.metrics(origins[metric_kinds[0]])
         stop: SourceUnavailable | None = None
+        found: Discovery | None = None
+        if reader is not None:
+            found, stop = discovery.safely(
+                reader,
+                context,
+                options.prometheus_cluster_label,
+                budget.take if budget is not None else (lambda n: True),
+            )
         for kind in metric_kinds:
             if reader is None:
                 failed(kind, label, "not configured")
@@ -202,20 +214,37 @@ def gather(
             if stop is not None:
                 failed(kind, reader.source, stop.reason)
                 continue
+            choice = (
+                found.choice(kind, context)
+                if found is not None
+                else discovery.fallback(kind, context, options.prometheus_cluster_label)
+            )
+            if choice.selector is None:
+                if choice.available:
+                    values[METRIC_ATTR[kind]] = ()
+                    sources[kind] = SourceStatus(reader.source, True, choice.reason)
+                else:
+                    failed(kind, reader.source, choice.reason or "no series")
+                continue
             if budget is not None and not budget.take():
                 failed(kind, reader.source, "query budget exhausted")
                 continue
+            selectors = (choice.selector, *choice.extra)
+            if budget is not None and len(selectors) > 1 and not budget.take(len(selectors) - 1):
+                selectors = selectors[:1]
             try:
-                series = reader.raw_series(
-                    selector(kind, context), context.start_time, context.end_time
+                series = tuple(
+                    s
+                    for text in selectors
+                    for s in reader.raw_series(text, context.start_time, context.end_time)
                 )
             except SourceUnavailable as exc:
                 if _unreachable(exc):
                     stop = exc
                 failed(kind, reader.source, exc.reason)
                 continue
-            values[METRIC_ATTR[kind]] = series
-            sources[kind] = SourceStatus(reader.source, True)
+            values[METRIC_ATTR[kind]] = tuple(canonical(s) for s in series)
+            sources[kind] = SourceStatus(reader.source, True, choice.reason)
 
     # Logs.
     if origins[EvidenceKind.LOGS] is Origin.CLOUD_LOGGING:
@@ -267,6 +296,36 @@ def gather(
                     failed(kind, cluster.source, exc.reason)
                     continue
                 sources[kind] = SourceStatus(cluster.source, True)
+            list_jobsets = getattr(cluster, "jobsets", None)  # KubernetesReader has it
+            if (
+                EvidenceKind.PODS in live_cluster
+                and stop is None
+                and list_jobsets is not None
+                and context.workload_kind.jobset_backed
+            ):
+                # The JobSet's own restart counters, read where its pods are; a cluster
+                # that serves no JobSet resource records nothing, as no jobsets.json does.
+                try:
+                    jobsets = list_jobsets(context.namespace)
+                    if jobsets is not None:
+                        values["jobsets"] = jobsets
+                        sources[EvidenceKind.JOBSETS] = SourceStatus(cluster.source, True)
+                except SourceUnavailable as exc:
+                    sources[EvidenceKind.JOBSETS] = SourceStatus(cluster.source, False, exc.reason)
+            list_trainjobs = getattr(cluster, "trainjobs", None)  # KubernetesReader has it
+            if (
+                EvidenceKind.PODS in live_cluster
+                and stop is None
+                and list_trainjobs is not None
+                and context.workload_kind.jobset_backed
+                and "signals" in values
+            ):
+                # The TrainJob's Failed condition joins the signals the logs gave; without
+                # logs it stays unread, as no signal source means no claim about them.
+                with contextlib.suppress(SourceUnavailable):
+                    values["signals"] = tuple(values["signals"]) + tuple(
+                        list_trainjobs(context.namespace)
+                    )
 
     # Physical hosts of nodes whose labels do not name one.
     nodes: tuple[NodeInfo, ...] | None = values.get("nodes")
@@ -286,8 +345,17 @@ def gather(
         )
 
     base = files or Evidence()
+    if EvidenceKind.JOBSETS not in sources and file_status(EvidenceKind.JOBSETS) is not None:
+        sources[EvidenceKind.JOBSETS] = file_status(EvidenceKind.JOBSETS)  # type: ignore[assignment]
+        values["jobsets"] = base.jobsets
     return replace(
         base,
+        jobsets=values.get("jobsets"),
+        # The restart-attempt labels of log entries come with the logs they were read from.
+        log_restart_attempts=base.log_restart_attempts
+        if origins[EvidenceKind.LOGS] is Origin.FILE
+        else None,
+        restart_series_seen=restart_series_seen(values.get("restarts")),
         restarts=values.get("restarts"),
         interruptions=values.get("interruptions"),
         node_conditions=values.get("node_conditions"),
