@@ -136,6 +136,9 @@ def evidence(**values: object) -> Evidence:
         "signals": (),
         "nodes": (),
         "pods": (),
+        "pod_reasons": (),
+        "memory": (),
+        "pod_info": (),
     }
     fields.update(values)
     for key in (
@@ -147,6 +150,9 @@ def evidence(**values: object) -> Evidence:
         "signals",
         "nodes",
         "pods",
+        "pod_reasons",
+        "memory",
+        "pod_info",
     ):
         if isinstance(fields[key], list):
             fields[key] = tuple(fields[key])  # type: ignore[arg-type]
@@ -159,6 +165,9 @@ def evidence(**values: object) -> Evidence:
         "signals": EvidenceKind.LOGS,
         "nodes": EvidenceKind.NODES,
         "pods": EvidenceKind.PODS,
+        "pod_reasons": EvidenceKind.POD_REASONS,
+        "memory": EvidenceKind.MEMORY,
+        "pod_info": EvidenceKind.POD_INFO,
     }
     sources = {
         kind: SourceStatus(

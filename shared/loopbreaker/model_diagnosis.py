@@ -51,8 +51,12 @@ class Risk(StrEnum):
 
 
 class StepStatus(StrEnum):
+    #: Every kind of evidence the step reads was read whole.
     DONE = "done"
+    #: Some of it was read; the rest is missing, only partly read or held nothing.
+    PARTIAL = "partial"
     SKIPPED = "skipped"
+    #: None of it could be read.
     UNAVAILABLE = "unavailable"
 
 

@@ -11,6 +11,7 @@ from loopbreaker.model import (
     KUBEFLOW_CHIEF_TYPES,
     Context,
     Evidence,
+    EvidenceKind,
     Finding,
     RootCause,
     Series,
@@ -57,6 +58,8 @@ class Notes:
     by_step: dict[int, list[Finding]] = field(default_factory=lambda: defaultdict(list))
     #: Evidence a source that was read lacks (``kind: what``), for ``missing_evidence``.
     missing: list[str] = field(default_factory=list)
+    #: The same, per step: a step with a gap is ``partial``, not ``done``.
+    gaps: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def add(
         self,
@@ -75,6 +78,60 @@ class Notes:
         what, _, detail = missing.partition(": ")
         self.add(step, f"No data: {detail}.", supports=False, source=source)
         self.missing.append(f"{what}: {detail} ({source or 'no source'})")
+        self.gaps[step].append(f"{source or 'no source'}: no data: {detail}")
+
+    def absence(
+        self,
+        step: int,
+        ev: Evidence,
+        kinds: Iterable[EvidenceKind],
+        claim: str,
+        what: str,
+        cause: RootCause | None,
+    ) -> None:
+        """State the absence ``claim`` only when every kind of evidence that could have
+        shown ``what`` was read whole; with part of it read, say what was not (never
+        "no X" over missing evidence). Nothing at all when none of it was read: the step
+        is then ``unavailable`` and says why."""
+        wanted = tuple(dict.fromkeys(kinds))
+        gaps = unread(ev, wanted)
+        if not gaps:
+            self.add(step, claim, cause, supports=False)
+        elif len(gaps) < len(wanted):
+            self.add(
+                step,
+                f"{what} not ruled out: none in the evidence read, but {'; '.join(gaps)}.",
+                supports=False,
+            )
+
+
+#: A source's reason that starts so marks evidence read only in part (a live reader's
+#: failed filter, skipped entries, nothing inside the window): it rules nothing out.
+PARTIAL = "partial"
+
+
+def read_whole(ev: Evidence, kind: EvidenceKind) -> bool:
+    """The kind of evidence was read, and read whole."""
+    status = ev.sources.get(kind)
+    return status is not None and status.available and not _partly(status.reason)
+
+
+def unread(ev: Evidence, kinds: Iterable[EvidenceKind]) -> list[str]:
+    """The kinds not read whole, each with why (``pods: pods.json not found``)."""
+    out: list[str] = []
+    for kind in kinds:
+        status = ev.sources.get(kind)
+        if status is None:
+            out.append(f"{kind.value}: not read")
+        elif not status.available:
+            out.append(f"{kind.value}: {status.reason or 'unavailable'}")
+        elif _partly(status.reason):
+            out.append(f"{kind.value}: {status.reason}")
+    return out
+
+
+def _partly(reason: str | None) -> bool:
+    return (reason or "").startswith(PARTIAL)
 
 
 def labels_match(labels: Mapping[str, str], wanted: Mapping[str, str | None]) -> bool:

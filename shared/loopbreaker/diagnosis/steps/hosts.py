@@ -275,15 +275,27 @@ def step3(
             "fails repeatedly.",
             RootCause.FAULTY_HOST,
         )
-    observed = ev.node_conditions is not None or ev.signals is not None
-    if not suspects and observed:
-        notes.add(3, "No node failure inside the window.", RootCause.HOST_ERROR, supports=False)
-    elif suspects and not faulty:
-        notes.add(
+    # A failure shows as a NotReady run or in the node's logs; which node is on which host
+    # needs the nodes (their gce-topology-host label): without them two nodes of one
+    # host look like two hosts.
+    shown_by = (EvidenceKind.NODE_CONDITIONS, EvidenceKind.LOGS)
+    if not suspects:
+        notes.absence(
             3,
+            ev,
+            shown_by,
+            "No node failure inside the window.",
+            "A node failure",
+            RootCause.HOST_ERROR,
+        )
+    elif not faulty:
+        notes.absence(
+            3,
+            ev,
+            (*shown_by, EvidenceKind.NODES),
             "No host failed more than once: no host to quarantine.",
+            "A second failure of the same host",
             RootCause.FAULTY_HOST,
-            supports=False,
         )
     not_ready_now = sorted(n.name for n in nodes.values() if n.ready is False)
     if not_ready_now:

@@ -77,13 +77,26 @@ def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
             RootCause.FAULTY_HOST,
             source=metric_source,
         )
-    # Only claim an absence where the evidence could have shown the event.
-    seen = ev.interruptions is not None or ev.signals is not None
-    if not preemptions and seen:
-        notes.add(2, "No preemption inside the window.", RootCause.SPOT_PREEMPTION, supports=False)
-    if not maintenance and seen:
-        notes.add(
-            2, "No host maintenance inside the window.", RootCause.MAINTENANCE, supports=False
+    # Only claim an absence where all the evidence that could have shown the event was read:
+    # the interruption metric and the gke_nodepool / Compute Engine log entries.
+    kinds = (EvidenceKind.INTERRUPTIONS, EvidenceKind.LOGS)
+    if not preemptions:
+        notes.absence(
+            2,
+            ev,
+            kinds,
+            "No preemption inside the window.",
+            "A preemption",
+            RootCause.SPOT_PREEMPTION,
+        )
+    if not maintenance:
+        notes.absence(
+            2,
+            ev,
+            kinds,
+            "No host maintenance inside the window.",
+            "Host maintenance",
+            RootCause.MAINTENANCE,
         )
     return Interruptions(preemptions, maintenance, explained)
 

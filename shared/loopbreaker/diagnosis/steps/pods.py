@@ -130,11 +130,20 @@ def step4(
     capacity = bool(unschedulable or long_pending or sched or pending_pods)
     observed = owns.observed(ctx)
     if not capacity and observed:
-        notes.add(
+        # Unschedulable pods show in the metric, pod phases, pod status and the
+        # FailedScheduling Events: all of them read, or no claim.
+        notes.absence(
             4,
+            ev,
+            (
+                EvidenceKind.UNSCHEDULABLE,
+                EvidenceKind.POD_PHASES,
+                EvidenceKind.PODS,
+                EvidenceKind.LOGS,
+            ),
             f"Every pod of the workload was scheduled ({observed} pod(s) seen).",
+            "An unschedulable or long-Pending pod",
             RootCause.CAPACITY,
-            supports=False,
         )
     elif not capacity and any(e is not None for e in (ev.unschedulable, ev.pod_phases, ev.pods)):
         notes.no_data(
@@ -181,12 +190,14 @@ def step4(
             supports=bool(deciding),
             source=source,
         )
-    if not deciding and ev.signals is not None:
-        notes.add(
+    if not deciding:
+        notes.absence(
             4,
+            ev,
+            (EvidenceKind.LOGS,),
             "No NCCL, collective or worker-crash signal in the coordinator's logs.",
+            "An NCCL, collective or worker-crash signal",
             RootCause.APPLICATION,
-            supports=False,
         )
     times = [s.timestamp for s in deciding if s.timestamp is not None]
     return Pods(capacity, bool(deciding), min(times) if times else None)

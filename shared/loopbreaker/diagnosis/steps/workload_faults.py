@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from loopbreaker.diagnosis.steps import fault_collectors as collectors
-from loopbreaker.diagnosis.steps.common import Notes, hm, short_list
+from loopbreaker.diagnosis.steps.common import Notes, hm, short_list, unread
 from loopbreaker.diagnosis.steps.fault_remedies import describe, remediation_actions, summary_tail
 from loopbreaker.diagnosis.steps.faults import (
     CAUSE_NAMES,
@@ -42,9 +42,21 @@ from loopbreaker.model import (
     KUBEFLOW_CHIEF_TYPES,
     Context,
     Evidence,
+    EvidenceKind,
     RootCause,
     Signal,
 )
+
+_LOGS, _PODS, _REASONS = EvidenceKind.LOGS, EvidenceKind.PODS, EvidenceKind.POD_REASONS
+#: The evidence that could show each cause (the module docstring): a cause is ruled out
+#: only when all of it was read whole. The accelerator's memory shows in logs alone.
+SHOWN_BY: dict[RootCause, tuple[EvidenceKind, ...]] = {
+    RootCause.OUT_OF_MEMORY: (_PODS, _REASONS, _LOGS),
+    RootCause.GPU_OUT_OF_MEMORY: (_LOGS,),
+    RootCause.PRIORITY_PREEMPTION: (_LOGS, _PODS),
+    RootCause.NODE_PRESSURE_EVICTION: (_LOGS, _REASONS, _PODS),
+    RootCause.IMAGE_PULL: (_LOGS, _PODS, _REASONS),
+}
 
 __all__ = [
     "Fault",
@@ -96,15 +108,7 @@ def report(
         describe(fault, notes, faults.coordinators)
     first = faults.first
     if first is None:
-        if ev.signals is not None or ev.pods is not None or ev.pod_reasons is not None:
-            notes.add(
-                STEP,
-                "No OOM kill, accelerator out of memory, priority preemption, node-pressure "
-                "eviction or image pull "
-                f"failure of {ctx.workload or 'the workload'}'s pods.",
-                RootCause.OUT_OF_MEMORY,
-                supports=False,
-            )
+        _absences(ctx, ev, notes)
         return
     if infrastructure:
         for fault in faults.faults:
@@ -145,3 +149,27 @@ def consequence_note(first: Fault, what: str, at: datetime | None, notes: Notes)
         "consequence, not the cause.",
         first.cause,
     )
+
+
+def _absences(ctx: Context, ev: Evidence, notes: Notes) -> None:
+    """None of the five causes was seen: rule out those whose evidence was all read, and
+    name the others with the evidence that was not."""
+    whose = f"{ctx.workload or 'the workload'}'s pods"
+    ruled_out = [c for c, kinds in SHOWN_BY.items() if not unread(ev, kinds)]
+    open_ = [c for c in SHOWN_BY if c not in ruled_out]
+    if ruled_out:
+        notes.add(STEP, f"No {_either(ruled_out)} of {whose}.", ruled_out[0], supports=False)
+    every = sorted({k for kinds in SHOWN_BY.values() for k in kinds})
+    if open_ and len(unread(ev, every)) < len(every):
+        gaps = unread(ev, sorted({k for c in open_ for k in SHOWN_BY[c]}))
+        notes.add(
+            STEP,
+            f"An {_either(open_)} of {whose} not ruled out: none in the evidence read, but "
+            f"{'; '.join(gaps)}.",
+            supports=False,
+        )
+
+
+def _either(causes: list[RootCause]) -> str:
+    names = [CAUSE_NAMES[c] for c in causes]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
