@@ -206,7 +206,7 @@ def test_a_resolved_alert_updates_its_incident_and_opens_none(store: IncidentSto
     assert current.settle_at is not None  # re-diagnosed: the chat message gets updated
 
 
-def test_a_group_mixes_accepted_ignored_and_unattributed_alerts(store: IncidentStore) -> None:
+def test_a_group_mixes_accepted_ignored_and_namespace_alerts(store: IncidentStore) -> None:
     hook, _ = webhook(store)
     other = {"alertname": "Watchdog", "severity": "none"}
     tfjob = {
@@ -228,10 +228,12 @@ def test_a_group_mixes_accepted_ignored_and_unattributed_alerts(store: IncidentS
         ),
     )
     outcomes = [a["outcome"] for a in reply.body["alerts"]]
-    assert reply.status == 200 and outcomes == ["ignored", "ignored", "accepted"]
-    assert "TFJobRestarting Events" in reply.body["alerts"][1]["reason"]
-    [incident] = store.list_incidents()
-    assert incident.key.name == "ml-jobs/resnet50-ps" and incident.workload_kinds == ("tfjob",)
+    assert reply.status == 200 and outcomes == ["ignored", "accepted", "accepted"]
+    # The alert naming no job opens the namespace's incident (the diagnosis names the job).
+    by_name = {i.key.name: i for i in store.list_incidents()}
+    assert sorted(by_name) == ["ml-jobs/", "ml-jobs/resnet50-ps"]
+    assert reply.body["alerts"][1]["incident_id"] == by_name["ml-jobs/"].id
+    assert by_name["ml-jobs/resnet50-ps"].workload_kinds == ("tfjob",)
     # An ignored alert is remembered too: its re-send is a duplicate, not logged again.
     again = hook.handle(BEARER, payload(alert(other, fingerprint="01")))
     assert again.body["alerts"][0]["outcome"] == "duplicate"

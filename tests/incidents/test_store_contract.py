@@ -547,3 +547,20 @@ def test_concurrent_claims_of_one_target_have_one_winner(store_factory: StoreFac
     winners = [ids[n] for n, holder in enumerate(holders) if holder is None]
     assert len(winners) == 1
     assert all(holder in (None, winners[0]) for holder in holders)
+
+
+def test_the_recount_keeps_the_workload_kinds(store: IncidentStore) -> None:
+    """Settling recounts from the stored signals; the kind of workload they name survives
+    it (a Firestore tally that dropped it settled every TFJob as a JobSet)."""
+    from dataclasses import replace
+
+    from loopbreaker.incidents.store.base import refresh
+
+    first = arrival("a", 0)
+    first = replace(first, signal=replace(first.signal, workload_kind="tfjob"))
+    result = store.ingest(first)
+    assert result.incident is not None
+    store.ingest(arrival("b", 1))
+    incident = refresh(store, result.incident.id, max_signals=50)
+    assert incident is not None
+    assert incident.workload_kinds == ("tfjob",)

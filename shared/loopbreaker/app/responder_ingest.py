@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from loopbreaker import incidents
+from loopbreaker.app.kubeflow_alerts import namespace_key
 from loopbreaker.app.responder_state import ResponderState
 from loopbreaker.app.responder_types import Outcome, Status
 from loopbreaker.errors import InvalidContext, InvalidLogEntry, TransientError
@@ -100,7 +101,10 @@ class Ingesting(ResponderState):
     ) -> Outcome:
         now = self.clock()
         signal = self.pod_workloads.resolve(signal)
-        key = incidents.key_for(signal, self.settings.project)
+        # A Kubeflow restart alert names its namespace, not the job: the namespace's incident.
+        key = incidents.key_for(signal, self.settings.project) or namespace_key(
+            signal, self.settings.project
+        )
         labels = {"message_id": message_id, "cluster": signal.cluster, "node": signal.node}
         if key is None:
             kind = signal.kind.value

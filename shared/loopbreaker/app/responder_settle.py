@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any
 
 from loopbreaker import incidents
+from loopbreaker.app import kubeflow_alerts
 from loopbreaker.app.responder_pure import (
     Assessment,
     _workload_on,
@@ -24,12 +26,14 @@ from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.errors import ConfigError, InvalidInput, TransientError
 from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Verdict
 from loopbreaker.logs import event
-from loopbreaker.model import Context, HostFailureRecord, Signal, SignalKind
+from loopbreaker.model import Context, Evidence, HostFailureRecord, Signal, SignalKind
 from loopbreaker.remediation.queue import publish_approved
 
 #: An approval whose remediation request is still unpublished this long after the
 #: decision is published by ``settle`` (the chat action had its chance first).
 PUBLISH_RETRY_AFTER = timedelta(seconds=30)
+#: The most recent incidents a Kubeflow alert's incident looks among for its jobs' own.
+JOB_INCIDENTS = 100
 
 
 class Settling(ResponderState):
@@ -134,17 +138,37 @@ class Settling(ResponderState):
             return
         context = incidents.context_for(incident, default_kind=self.settings.workload_kind)
         budget = QueryBudget(self.settings.query_budget)
-        evidence = self.evidence.collect(context, budget)
+        by_namespace = kubeflow_alerts.namespace_incident(incident)
+        # A Kubeflow alert's incident names no job yet: its namespace, over the rule's hour.
+        wide = kubeflow_alerts.widened(context) if by_namespace else context
+        evidence = self.evidence.collect(wide, budget)
         signals = self.store.signals(incident_id)
+        # The job incidents' Events (log sink) are evidence of which job the alert meant.
+        signals += self._job_events(incident) if by_namespace else []
         names = incidents.lookup_names(incident, signals)
         names.update(n.physical_host for n in evidence.nodes or () if n.physical_host)
         history = self.store.host_history(names, exclude_incident=incident_id)
         evidence = merge_evidence(evidence, signals, history)
-        diagnosis = self._diagnose(context, evidence)
+        extra: Mapping[str, Any] = {}
+        if by_namespace:
+
+            def collect(job: Context) -> Evidence:
+                return merge_evidence(self.evidence.collect(job, budget), signals, history)
+
+            found = kubeflow_alerts.diagnose_namespace(
+                context,
+                kubeflow_alerts.kinds_of(incident, signals),
+                evidence,
+                collect,
+                self._diagnose,
+            )
+            diagnosis, extra = found.diagnosis, found.document
+        else:
+            diagnosis = self._diagnose(context, evidence)
         choice = choose_target(diagnosis, signals, evidence.nodes or (), cluster=incident.cluster)
         record = DiagnosisRecord.from_diagnosis(
             diagnosis,
-            self._render(diagnosis),
+            {**self._render(diagnosis), **extra},
             at=now,
             signal_revision=incident.signal_revision,
             queries=budget.spent,
@@ -196,6 +220,16 @@ class Settling(ResponderState):
             signal_count=stored.incident.signal_count,
         )
         self._notify(stored.incident, report)
+
+    def _job_events(self, incident: Incident) -> list[Signal]:
+        """The restart signals of the incidents of the namespace's jobs."""
+        others = self.store.list_incidents(limit=JOB_INCIDENTS)
+        return [
+            s
+            for other in kubeflow_alerts.job_incidents(incident, others)
+            for s in self.store.signals(other.id)
+            if s.kind is SignalKind.JOB_RESTARTING and s.workload
+        ]
 
     def _holder(self, incident_id: str, record: DiagnosisRecord) -> str | None:
         """The incident already asking approval for this diagnosis' target, if any: one

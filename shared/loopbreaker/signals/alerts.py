@@ -12,8 +12,11 @@ Which signal: the ``loopbreaker_signal`` label that the shipped PrometheusRule s
 the alert name or metric type (``KubeNodeNotReady``, ``JobSetRestarting``...). Identity
 labels are read under their canonical names first (``workload``, ``namespace``,
 ``node``, ``pod``, ``cluster``), then under the source metrics' own names
-(``jobset_name``, ``job_namespace``, ``Hostname``...). Idempotency: an alert is the same
-delivery when its fingerprint (or Cloud Monitoring incident id), start and status are.
+(``jobset_name``, ``Hostname``...); ``job_namespace`` wins over ``namespace``, which is
+the training operator's own namespace on its series. A TFJob / PyTorchJob restart alert
+names no job: its signal names the namespace and kind, and the diagnosis names the jobs.
+Idempotency: an alert is the same delivery when its fingerprint (or Cloud Monitoring
+incident id), start and status are.
 """
 
 from __future__ import annotations
@@ -260,7 +263,7 @@ def _alert_signal(
         node=_first(labels, _NODE_LABELS)
         if kind in (AlertSignalKind.NODE_NOT_READY, AlertSignalKind.GPU_HEALTH)
         else None,
-        namespace=_first(labels, _NAMESPACE_LABELS),
+        namespace=alert_namespace(labels),
         pod=_first(labels, _POD_LABELS) if kind is AlertSignalKind.PODS_PENDING else None,
         workload=workload,
         workload_kind=workload_kind.value if workload_kind else None,
@@ -269,18 +272,19 @@ def _alert_signal(
         log_name="alert",
         resource_type="alert",
     )
-    reason = None
-    if (
-        kind is AlertSignalKind.RESTART_LOOP
-        and not workload
-        and workload_kind is not None
-        and workload_kind.kubeflow
-    ):
-        reason = (
-            "the training operator's restart counter names no job; the job's own "
-            f"{workload_kind.api_kind}Restarting Events (log sink) attribute it"
-        )
-    return AlertSignal(dedup_id, name, status, signal, reason)
+    # A TFJob / PyTorchJob restart alert names no job (the operator's counter has none):
+    # it opens the namespace's incident, which the diagnosis resolves to the jobs
+    # (loopbreaker.app.kubeflow_alerts).
+    return AlertSignal(dedup_id, name, status, signal)
+
+
+def alert_namespace(labels: Mapping[str, str]) -> str | None:
+    """The namespace an alert is about: ``job_namespace`` first. The training operator's
+    counter names the job's namespace there (kubeflow/training-operator v1.8.0,
+    pkg/common/metrics.go); its ``namespace`` is the operator's own (``kubeflow``) when a
+    ServiceMonitor scraped it, as kube-prometheus-stack's does. The same rule as
+    :func:`loopbreaker.diagnosis.scope.series_namespace`."""
+    return labels.get("job_namespace") or _first(labels, _NAMESPACE_LABELS)
 
 
 def _signal_kind(labels: Mapping[str, str], name: str) -> AlertSignalKind | None:

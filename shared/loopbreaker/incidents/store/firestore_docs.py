@@ -81,6 +81,9 @@ _TALLY_FIELDS = (
     "physical_host",
     "namespace",
     "workload",
+    # The recount rebuilds workload_kinds from these: without it every incident would be
+    # settled as the default kind.
+    "workload_kind",
 )
 
 
