@@ -70,10 +70,20 @@ class WorkloadKind(StrEnum):
     JOBSET = "jobset"
     TFJOB = "tfjob"
     PYTORCHJOB = "pytorchjob"
+    #: Kubeflow Trainer v2 (``trainer.kubeflow.org``): runs as a JobSet of its own name.
+    TRAINJOB = "trainjob"
 
     @property
     def kubeflow(self) -> bool:
-        return self is not WorkloadKind.JOBSET
+        """Run by the Kubeflow training operator (TFJob, PyTorchJob), whose restart counter
+        names no job; a TrainJob is a Kubeflow project too but is not operator-counted."""
+        return self in (WorkloadKind.TFJOB, WorkloadKind.PYTORCHJOB)
+
+    @property
+    def jobset_backed(self) -> bool:
+        """Runs as a JobSet of the same name and namespace: its queries and readers follow
+        that JobSet (a TrainJob's runtime creates one it owns)."""
+        return not self.kubeflow
 
     @property
     def api_kind(self) -> str:
@@ -109,6 +119,8 @@ _API_KINDS = {
     WorkloadKind.JOBSET: "JobSet",
     WorkloadKind.TFJOB: "TFJob",
     WorkloadKind.PYTORCHJOB: "PyTorchJob",
+    # kubeflow/trainer v2.1.0 pkg/apis/trainer/v1alpha1/trainjob_types.go: TrainJobKind.
+    WorkloadKind.TRAINJOB: "TrainJob",
 }
 _FRAMEWORKS = {WorkloadKind.TFJOB: "tensorflow", WorkloadKind.PYTORCHJOB: "pytorch"}
 #: Kubeflow replica types that coordinate the job; Worker 0 does when there is none.

@@ -165,6 +165,16 @@ class PodInfo:
     disruption_at: datetime | None = None
     #: When it was bound to its node (``PodScheduled`` True).
     scheduled_at: datetime | None = None
+    #: ``metadata.creationTimestamp``: when the pod of this restart attempt was made.
+    created_at: datetime | None = None
+    #: JobSet pod labels ``jobset.sigs.k8s.io/restart-attempt`` (the JobSet's
+    #: ``status.restarts`` when the pod's Job was made), ``job-restart-attempt`` (its Job's
+    #: own restarts, v0.12+), ``jobset-uid`` (v0.9+) and ``replicatedjob-name`` /
+    #: ``job-index`` (which Job): see :mod:`loopbreaker.diagnosis.jobsets`.
+    restart_attempt: int | None = None
+    job_restart_attempt: int | None = None
+    jobset_uid: str | None = None
+    job_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,8 +187,57 @@ class HostFailureRecord:
     incident_id: str | None = None
 
 
+@dataclass(frozen=True)
+class JobSetInfo:
+    """One JobSet object (``kubectl get jobsets -o json``): its restart counters.
+
+    Field names from kubernetes-sigs/jobset ``api/jobset/v1alpha2/jobset_types.go``:
+    ``status.restarts`` (v0.2+), ``restartsCountTowardsMax`` (v0.6+),
+    ``replicatedJobsStatus[].jobRestarts`` (v0.12+, the RestartJob actions),
+    ``currentInPlaceRestartAttempt`` (v0.11+, InPlaceRestart feature gate).
+    """
+
+    name: str
+    namespace: str | None = None
+    uid: str | None = None
+    created_at: datetime | None = None
+    restarts: int | None = None
+    restarts_count_towards_max: int | None = None
+    #: Sum of ``replicatedJobsStatus[].jobRestarts[]``; None when the API has none.
+    job_restarts: int | None = None
+    in_place_restarts: int | None = None
+    #: ``RestartingJobSet`` condition (v0.12+) last turned True at this time.
+    restarting_since: datetime | None = None
+    #: ``Failed`` condition: reason (``ReachedMaxRestarts``, ``FailJobSetFailurePolicyAction``,
+    #: ``FailedJobs``) and when.
+    failed_reason: str | None = None
+    failed_at: datetime | None = None
+    #: ``metadata.ownerReferences`` kind of its controller (``TrainJob``), if any.
+    owner_kind: str | None = None
+    owner_name: str | None = None
+
+
+@dataclass(frozen=True)
+class RestartAttemptSeen:
+    """A JobSet restart-attempt label value seen at a time (a log entry of a pod, a
+    ``kube_pod_labels`` sample, a pod's creation): ``job`` names the Job for the per-Job
+    ``job-restart-attempt`` label, None for the JobSet-wide ``restart-attempt``."""
+
+    workload: str
+    namespace: str | None
+    at: datetime
+    attempt: int
+    jobset_uid: str | None = None
+    job: str | None = None
+    cluster: str | None = None
+    #: ``pod`` (a pod object's creation), ``log`` or ``metric``.
+    origin: str = "log"
+
+
 class EvidenceKind(StrEnum):
     RESTARTS = "restarts"
+    #: JobSet objects (jobsets.json, the Kubernetes API).
+    JOBSETS = "jobsets"
     INTERRUPTIONS = "interruptions"
     NODE_CONDITIONS = "node_conditions"
     POD_PHASES = "pod_phases"
@@ -220,6 +279,13 @@ class Evidence:
     #: ``kube_pod_info`` (uid, node, priority class of each pod).
     pod_info: tuple[Series, ...] | None = None
     host_history: tuple[HostFailureRecord, ...] = ()
+    #: JobSet objects (``jobsets.json``, the live API); None when not read.
+    jobsets: tuple[JobSetInfo, ...] | None = None
+    #: Restart-attempt pod labels seen on log entries (``labels."k8s-pod/…"``).
+    log_restart_attempts: tuple[RestartAttemptSeen, ...] | None = None
+    #: The restart series the source held before scoping, in short (metric and the
+    #: labels that place it): what step 1 names when none is the workload's.
+    restart_series_seen: tuple[str, ...] | None = None
     sources: Mapping[EvidenceKind, SourceStatus] = field(default_factory=dict)
     #: Log entries that could not be read, as (where, reason).
     rejected_entries: tuple[tuple[str, str], ...] = ()

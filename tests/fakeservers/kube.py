@@ -1,4 +1,5 @@
-"""A fake Kubernetes API server (nodes and pods, list with limit/continue) and TLS helpers."""
+"""A fake Kubernetes API server (nodes, pods, TrainJobs; list with limit/continue) and TLS
+helpers."""
 
 from __future__ import annotations
 
@@ -14,9 +15,21 @@ from .base import FakeServer, Request, Response
 
 
 class KubernetesServer(FakeServer):
-    """``/api/v1/nodes``, ``/api/v1/pods``, ``/api/v1/namespaces/{ns}/pods``."""
+    """``/api/v1/nodes``, ``/api/v1/pods``, ``/api/v1/namespaces/{ns}/pods``,
+    ``/apis/trainer.kubeflow.org/v1alpha1[/namespaces/{ns}]/trainjobs`` and
+    ``/apis/jobset.x-k8s.io/v1alpha2[/namespaces/{ns}]/jobsets``."""
 
     _NS_PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
+    #: kubeflow/trainer v2.1.0 pkg/apis/trainer/v1alpha1: group trainer.kubeflow.org,
+    #: version v1alpha1, resource trainjobs (a namespaced CRD).
+    TRAINER = "trainer.kubeflow.org/v1alpha1"
+    _TRAINJOBS = re.compile(
+        r"^/apis/trainer\.kubeflow\.org/v1alpha1(?:/namespaces/([^/]+))?/trainjobs$"
+    )
+    #: kubernetes-sigs/jobset api/jobset/v1alpha2/groupversion_info.go: group jobset.x-k8s.io,
+    #: version v1alpha2; resource jobsets (namespaced).
+    JOBSET = "jobset.x-k8s.io/v1alpha2"
+    _JOBSETS = re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2(?:/namespaces/([^/]+))?/jobsets$")
 
     def __init__(
         self,
@@ -30,6 +43,10 @@ class KubernetesServer(FakeServer):
         self.nodes = list(nodes or [])
         self.pods = list(pods or [])
         self.token = token
+        #: TrainJobs; None serves no trainer.kubeflow.org resource (CRD not installed: 404).
+        self.trainjobs: list[dict[str, Any]] | None = None
+        #: JobSets; None serves no jobset.x-k8s.io resource (CRD not installed: 404).
+        self.jobsets: list[dict[str, Any]] | None = None
 
     def error(self, status: int, message: str) -> Response:
         reasons = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 429: "TooManyRequests"}
@@ -58,6 +75,23 @@ class KubernetesServer(FakeServer):
             return self._list("NodeList", self.nodes, request)
         if request.path == "/api/v1/pods":
             return self._list("PodList", self.pods, request)
+        match = self._TRAINJOBS.match(request.path)
+        if match and self.trainjobs is not None:
+            jobs = [
+                # Custom resources are served as stored: each item repeats its apiVersion/kind.
+                {"apiVersion": self.TRAINER, "kind": "TrainJob", **j}
+                for j in self.trainjobs
+                if match.group(1) in (None, j.get("metadata", {}).get("namespace"))
+            ]
+            return self._list("TrainJobList", jobs, request, api_version=self.TRAINER)
+        match = self._JOBSETS.match(request.path)
+        if match and self.jobsets is not None:
+            jobsets = [
+                {"apiVersion": self.JOBSET, "kind": "JobSet", **j}
+                for j in self.jobsets
+                if match.group(1) in (None, j.get("metadata", {}).get("namespace"))
+            ]
+            return self._list("JobSetList", jobsets, request, api_version=self.JOBSET)
         match = self._NS_PODS.match(request.path)
         if match:
             namespace = match.group(1)
@@ -65,7 +99,9 @@ class KubernetesServer(FakeServer):
             return self._list("PodList", pods, request)
         return self.error(404, f"the server could not find the requested resource {request.path}")
 
-    def _list(self, kind: str, items: list[dict[str, Any]], request: Request) -> Response:
+    def _list(
+        self, kind: str, items: list[dict[str, Any]], request: Request, *, api_version: str = "v1"
+    ) -> Response:
         start = int(request.param("continue") or 0)
         limit = int(request.param("limit") or 0) or len(items) or 1
         page = items[start : start + limit]
@@ -73,7 +109,7 @@ class KubernetesServer(FakeServer):
         if start + limit < len(items):
             metadata["continue"] = str(start + limit)
         return Response.json(
-            {"kind": kind, "apiVersion": "v1", "metadata": metadata, "items": page}
+            {"kind": kind, "apiVersion": api_version, "metadata": metadata, "items": page}
         )
 
 

@@ -13,17 +13,21 @@ application, unknown.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
-from loopbreaker.diagnosis import ticket
+from loopbreaker.diagnosis import ticket, trainjobs
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
 from loopbreaker.diagnosis.steps import workload_faults
 from loopbreaker.diagnosis.steps.common import (
     COORDINATOR,
     DEFAULT_THRESHOLDS,
+    PARTIAL,
     Notes,
     Thresholds,
+    covers,
     in_scope,
+    read_whole,
     unique,
 )
 from loopbreaker.diagnosis.steps.hosts import step3
@@ -41,6 +45,7 @@ from loopbreaker.model import (
     RemediationPath,
     Risk,
     RootCause,
+    SourceStatus,
     StepReport,
     StepStatus,
     SuspectHost,
@@ -60,6 +65,10 @@ _STEP_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {
         EvidenceKind.POD_INFO,
     ),
 }
+#: Evidence a step also reads, which stands in when its own is missing.
+_STAND_INS: Mapping[int, tuple[EvidenceKind, ...]] = {
+    1: (EvidenceKind.JOBSETS, EvidenceKind.LOGS, EvidenceKind.PODS),
+}
 #: Causes that explain pods dying with their VM or node, whatever else they show.
 _INFRASTRUCTURE = frozenset(
     {RootCause.SPOT_PREEMPTION, RootCause.MAINTENANCE, RootCause.FAULTY_HOST, RootCause.HOST_ERROR}
@@ -78,6 +87,11 @@ def diagnose(
     context: Context, evidence: Evidence, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> Diagnosis:
     """Run the four steps over the evidence and decide the root cause."""
+    # A TrainJob's Failed condition is cited in step 1 by every caller (CLI, replay, responder).
+    return trainjobs.annotate(_diagnose(context, evidence, thresholds), evidence.signals)
+
+
+def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> Diagnosis:
     notes = Notes()
     evidence = scope(context, evidence)
     signals = [s for s in unique(evidence.signals or ()) if in_scope(s, context, evidence)]
@@ -88,6 +102,7 @@ def diagnose(
             f"{len(evidence.rejected_entries)} log entr(y/ies) skipped as unreadable, "
             f"first {where}: {why}",
         )
+    evidence = _read_in_part(context, evidence)
     restarts = step1(context, evidence, signals, notes)
     all_queries = queries_for(context)
     missing = _missing(evidence) + tuple(notes.missing)
@@ -166,6 +181,10 @@ def diagnose(
     else:
         suspects = hosts.suspects
     steps = tuple(_report(n, evidence, notes, all_queries) for n in (1, 2, 3, 4))
+    # Steps 2 and 3 look at the infrastructure: "no infrastructure cause" needs them whole.
+    infra_gaps = ", ".join(
+        f"step {s.number} {s.status.value}" for s in steps[1:3] if s.status is not StepStatus.DONE
+    )
     findings = tuple(f for n in (1, 2, 3, 4) for f in notes.by_step[n])
     draft = None
     if cause is RootCause.FAULTY_HOST:
@@ -176,13 +195,13 @@ def diagnose(
         restart_increase=restarts.increase,
         restart_total=restarts.total,
         root_cause=cause,
-        remediation=_remediation(cause, suspects, context, faults),
+        remediation=_remediation(cause, suspects, context, faults, infra_gaps),
         suspect_hosts=suspects,
         steps=steps,
         evidence=findings,
         ticket_draft=draft,
         missing_evidence=missing,
-        summary=_summary(cause, context, restarts, suspects, interruptions, faults),
+        summary=_summary(cause, context, restarts, suspects, interruptions, faults, infra_gaps),
         queries_run=_run_count(steps),
     )
 
@@ -196,22 +215,65 @@ def _missing(ev: Evidence) -> tuple[str, ...]:
     )
 
 
+def _read_in_part(ctx: Context, ev: Evidence) -> Evidence:
+    """Mark evidence that was read but cannot rule anything out as read in part, so no
+    step claims an absence over it: logs with skipped entries (the skipped one may have
+    been the event), node conditions with no sample inside the window (a Ready series of
+    another day says nothing of the issue time)."""
+    notes: dict[EvidenceKind, str] = {}
+    if ev.rejected_entries:
+        notes[EvidenceKind.LOGS] = f"{len(ev.rejected_entries)} log entr(y/ies) unreadable"
+    # No log entry inside the window is no such sign: the live filters ask for faults only,
+    # and a quiet cluster has none. Node conditions are exported for every node all the time.
+    if ev.node_conditions is not None and not covers(ev.node_conditions, ctx):
+        notes[EvidenceKind.NODE_CONDITIONS] = "no node condition sample inside the window"
+    sources = dict(ev.sources)
+    for kind, note in notes.items():
+        status = sources.get(kind)
+        if status is not None and read_whole(ev, kind):
+            sources[kind] = SourceStatus(status.source, True, f"{PARTIAL}: {note}")
+    return replace(ev, sources=sources) if sources != ev.sources else ev
+
+
 def _report(number: int, ev: Evidence, notes: Notes, queries: Sequence[Query]) -> StepReport:
+    """``done`` when every kind of the step's evidence was read whole, ``partial`` when
+    some of it was (the rest missing, read in part, or holding nothing of the workload),
+    ``unavailable`` when none was."""
     kinds = _STEP_SOURCES[number]
     statuses = [ev.sources.get(k) for k in kinds]
     available = [s for s in statuses if s is not None and s.available]
-    unavailable = [s for s in statuses if s is not None and not s.available]
-    status = StepStatus.DONE if available or not statuses else StepStatus.UNAVAILABLE
-    if not any(s is not None for s in statuses):
+    # Step 1 also counts from the JobSet object, its Events and its pods' labels: without
+    # the restart metric it is partial on those, not unavailable.
+    stand_ins: list[SourceStatus] = [
+        s
+        for s in (ev.sources.get(k) for k in _STAND_INS.get(number, ()))
+        if s is not None and s.available
+    ]
+    jobsets = ev.sources.get(EvidenceKind.JOBSETS)
+    shown = available + [s for s in stand_ins if s is jobsets]
+    if not available and stand_ins:
+        available, shown = stand_ins, stand_ins
+    gaps = [
+        f"{s.source}: {s.reason or 'unavailable'}"
+        for s in statuses
+        if s is not None and (not s.available or (s.reason or "").startswith(PARTIAL))
+    ]
+    gaps += [f"{k.value}: not read" for k, s in zip(kinds, statuses, strict=True) if s is None]
+    gaps = list(dict.fromkeys(gaps + notes.gaps[number]))
+    if not available:
         status = StepStatus.UNAVAILABLE
-    reason = "; ".join(f"{s.source}: {s.reason}" for s in unavailable) or None
+    elif gaps:
+        status = StepStatus.PARTIAL
+    else:
+        status = StepStatus.DONE
+    reason = "; ".join(gaps) or None
     return StepReport(
         number=number,
         title=STEP_TITLES[number],
         status=status,
         findings=tuple(notes.by_step[number]),
         queries=tuple(q for q in queries if q.step == number),
-        sources=tuple(sorted({s.source for s in available})),
+        sources=tuple(sorted({s.source for s in shown})),
         reason=reason,
     )
 
@@ -231,7 +293,7 @@ def _run_count(steps: Iterable[StepReport]) -> int:
     return sum(
         1
         for step in steps
-        if step.status is StepStatus.DONE
+        if step.status in (StepStatus.DONE, StepStatus.PARTIAL)
         for q in step.queries
         if not q.deprecated
     )
@@ -242,6 +304,7 @@ def _remediation(
     suspects: Sequence[SuspectHost],
     ctx: Context,
     faults: workload_faults.WorkloadFaults | None = None,
+    infra_gaps: str = "",
 ) -> Remediation:
     target = suspects[0] if suspects else None
     fault = faults.of(cause) if faults is not None else None
@@ -327,7 +390,10 @@ def _remediation(
             "the tracebacks of the first failing worker.",
             "For NCCL timeouts: rerun with NCCL_DEBUG=INFO and check collective sizes, "
             "timeouts and the network between slices.",
-            "No node action: the infrastructure shows no cause.",
+            f"No node action yet: the infrastructure evidence is incomplete ({infra_gaps}); "
+            "read what is missing before ruling it out."
+            if infra_gaps
+            else "No node action: the infrastructure shows no cause.",
         ),
     )
 
@@ -339,6 +405,7 @@ def _summary(
     suspects: Sequence[SuspectHost],
     interruptions: Interruptions,
     faults: workload_faults.WorkloadFaults | None = None,
+    infra_gaps: str = "",
 ) -> str:
     if restarts.loop and restarts.increase is not None:
         head = f"{ctx.workload} restarted {restarts.increase:g} time(s) inside the window"
@@ -353,7 +420,10 @@ def _summary(
         RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it.",
         RootCause.CAPACITY: "pods cannot be scheduled: capacity is missing.",
         RootCause.APPLICATION: "the application itself fails (NCCL / collective / worker crash).",
-        RootCause.UNKNOWN: "no infrastructure cause found; inspect the application.",
+        RootCause.UNKNOWN: f"no infrastructure cause in the evidence read ({infra_gaps}); "
+        "inspect the application and the missing evidence."
+        if infra_gaps
+        else "no infrastructure cause found; inspect the application.",
     }.get(cause, "")
     fault = faults.of(cause) if faults is not None else None
     if fault is not None and cause in _POD_FAULT_PATHS:

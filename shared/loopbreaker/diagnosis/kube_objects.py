@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from loopbreaker.diagnosis.jobsets import pod_attempt_fields
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import (
     KUBEFLOW_CHIEF_TYPES,
@@ -133,6 +134,8 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
         disruption_reason=disruption_reason,
         disruption_at=disruption_at,
         scheduled_at=scheduled_at,
+        created_at=_time(meta.get("creationTimestamp")),
+        **pod_attempt_fields(labels),
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbreaker.diagnosis import ticket
+from loopbreaker.diagnosis import ticket, trainjobs
 from loopbreaker.model import Diagnosis, StepStatus
 
 
 def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     return {
-        "context": d.context.to_dict(),
+        # ``jobset``: the JobSet the workload runs as (a TrainJob's is of its name).
+        "context": {**d.context.to_dict(), "jobset": trainjobs.jobset_name(d.context)},
         "restart_loop": d.restart_loop,
         "restart_increase": _number(d.restart_increase),
         "restart_total": _number(d.restart_total),
@@ -27,7 +28,12 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
     }
 
 
-_MARK = {StepStatus.DONE: "✔", StepStatus.SKIPPED: "–", StepStatus.UNAVAILABLE: "✖"}
+_MARK = {
+    StepStatus.DONE: "✔",
+    StepStatus.PARTIAL: "◐",
+    StepStatus.SKIPPED: "–",
+    StepStatus.UNAVAILABLE: "✖",
+}
 
 
 def to_text(d: Diagnosis, *, show_queries: bool = False, note: str | None = None) -> str:
@@ -37,7 +43,7 @@ def to_text(d: Diagnosis, *, show_queries: bool = False, note: str | None = None
         f"Verdict: {d.root_cause.value} → {r.path.value} (risk {r.risk.value}"
         f"{', needs human approval' if r.requires_approval else ''})",
         f"  {d.summary}",
-        f"  {ctx.workload_kind.api_kind} {ctx.cluster}/{ctx.namespace or '*'}/{ctx.workload}, "
+        f"  {trainjobs.describe(ctx)}, "
         f"window {ctx.to_dict()['start_time']} .. {ctx.to_dict()['end_time']}",
     ]
     if note:
@@ -79,6 +85,7 @@ def to_markdown(d: Diagnosis) -> str:
         f"- **Root cause:** `{d.root_cause.value}`",
         f"- **Remediation:** `{r.path.value}`, risk {r.risk.value}, "
         f"approval {'required' if r.requires_approval else 'not required'}",
+        f"- **Workload:** {trainjobs.describe(ctx)}",
         f"- **Window:** {ctx.to_dict()['start_time']} – {ctx.to_dict()['end_time']}",
     ]
     if d.partial:

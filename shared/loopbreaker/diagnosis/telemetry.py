@@ -7,12 +7,14 @@ Directory layout (every file optional):
   metrics.om       OpenMetrics text with timestamps (seconds), ending in ``# EOF``
   nodes.json       ``kubectl get nodes -o json`` (pressure conditions too)
   pods.json        ``kubectl get pods -A -o json`` (container states, limits, reasons)
-  jobs.json        ``kubectl get tfjobs,pytorchjobs -A -o json`` (their Restarting condition)
+  jobs.json        ``kubectl get tfjobs,pytorchjobs,trainjobs -A -o json`` (Restarting
+                   conditions; a TrainJob's Failed condition)
+  jobsets.json     ``kubectl get jobsets -A -o json`` (status.restarts, restartsCountTowardsMax,
+                   replicatedJobsStatus[].jobRestarts, conditions, uid and creation time)
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable
@@ -21,7 +23,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from loopbreaker.diagnosis import trainjobs
+from loopbreaker.diagnosis.jobsets import LogAttempts, jobset_info, restart_series_seen
 from loopbreaker.diagnosis.kube_objects import items_of, job_restart, node_info, pod_info
+from loopbreaker.diagnosis.metric_vocabulary import canonical, choose, missing_reason
+from loopbreaker.diagnosis.telemetry_files import (
+    LogFileCheck,
+    read_json_document,
+    require_file,
+)
 from loopbreaker.errors import InvalidLogEntry, InvalidTelemetry
 from loopbreaker.model import (
     Evidence,
@@ -34,6 +44,7 @@ from loopbreaker.model import (
     SignalKind,
     SourceStatus,
 )
+from loopbreaker.model_evidence import JobSetInfo
 from loopbreaker.signals import files
 from loopbreaker.signals.classify import Identity, Quiet, classify, identity, triage
 from loopbreaker.timeutil import from_epoch
@@ -43,15 +54,19 @@ LOGS_FILE = "logs.json"
 NODES_FILE = "nodes.json"
 PODS_FILE = "pods.json"
 JOBS_FILE = "jobs.json"
+JOBSETS_FILE = "jobsets.json"
 
-#: Which metric feeds which kind of evidence (Managed Prometheus PromQL names).
+#: Which metric feeds which kind of evidence, in both vocabularies (metric_vocabulary):
+#: a metrics.om dumped from Managed Prometheus or from a kube-prometheus-stack.
 METRIC_KINDS: dict[str, EvidenceKind] = {
     "kube_jobset_restarts": EvidenceKind.RESTARTS,
     "training_operator_jobs_restarted_total": EvidenceKind.RESTARTS,
     "kubernetes_io:node_pool_interruption_count": EvidenceKind.INTERRUPTIONS,
     "kubernetes_io:node_status_condition": EvidenceKind.NODE_CONDITIONS,
+    "kube_node_status_condition": EvidenceKind.NODE_CONDITIONS,
     "kube_pod_status_phase": EvidenceKind.POD_PHASES,
     "kubernetes_io:pod_status_unschedulable": EvidenceKind.UNSCHEDULABLE,
+    "kube_pod_status_unschedulable": EvidenceKind.UNSCHEDULABLE,
     "kube_pod_container_status_last_terminated_reason": EvidenceKind.POD_REASONS,
     "kube_pod_container_status_terminated_reason": EvidenceKind.POD_REASONS,
     "kube_pod_container_status_waiting_reason": EvidenceKind.POD_REASONS,
@@ -59,6 +74,8 @@ METRIC_KINDS: dict[str, EvidenceKind] = {
     "container_memory_working_set_bytes": EvidenceKind.MEMORY,
     "kube_pod_container_resource_limits": EvidenceKind.MEMORY,
     "kube_pod_info": EvidenceKind.POD_INFO,
+    # The JobSet restart-attempt pod labels, where kube-state-metrics allow-lists them.
+    "kube_pod_labels": EvidenceKind.POD_INFO,
 }
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
@@ -74,6 +91,8 @@ class LogRead:
     signals: list[Signal] = field(default_factory=list)
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (where, reason)
     files: list[str] = field(default_factory=list)
+    #: JobSet restart-attempt pod labels the entries carry (loopbreaker.diagnosis.jobsets).
+    attempts: LogAttempts = field(default_factory=LogAttempts)
 
 
 def parse_openmetrics(text: str, *, source: str = METRICS_FILE) -> dict[str, list[Series]]:
@@ -173,16 +192,22 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
     for path in paths:
         name = str(path.relative_to(root)) if root is not None else path.name
         result.files.append(name)
+        # A file nothing of which reads is unreadable, not a run of rejected entries.
+        check = LogFileCheck(path, name, document=name == LOGS_FILE)
         for item in files.read([path]):
             if item.error is not None:
                 if item.fatal:
                     raise InvalidTelemetry(f"{item.location(name)}: {item.error}")
+                check.refused(item)
                 result.rejected.append((item.location(name), item.error))
                 continue
+            check.read()
             value = item.value
+            result.attempts.add(value)
             try:
                 found = triage(value)
             except InvalidLogEntry as exc:
+                check.not_an_entry(item, str(exc))
                 result.rejected.append((item.location(name), str(exc)))
                 continue
             if isinstance(found, Quiet):
@@ -197,6 +222,7 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
                 spans[key] = _Span(kept, at)
             else:
                 span.add(kept, at)
+        check.finish()
     for span in spans.values():
         result.signals += span.signals()
     return result
@@ -209,20 +235,13 @@ def log_files(directory: Path) -> list[Path]:
     found |= {p for p in directory.glob("*/**/*.json") if p.is_file()}
     files = sorted(found)
     top = directory / LOGS_FILE
-    if top.is_file():
+    if require_file(top, LOGS_FILE):
         files.insert(0, top)
     return files
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InvalidTelemetry(
-            f"{path.name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidTelemetry(f"cannot read {path}: {exc}") from exc
+    return read_json_document(path)
 
 
 def _objects(path: Path, kind: str) -> list[Any]:
@@ -247,6 +266,10 @@ def load_pods(path: Path) -> tuple[PodInfo, ...]:
     return tuple(p for p in (pod_info(i) for i in _objects(path, "pods -A")) if p)
 
 
+def load_jobsets(path: Path) -> tuple[JobSetInfo, ...]:
+    return tuple(j for j in (jobset_info(i) for i in _objects(path, "jobsets -A")) if j)
+
+
 def load_directory(directory: Path) -> Evidence:
     """Read every telemetry file present; a missing file marks its evidence unavailable."""
     if not directory.exists():
@@ -263,9 +286,17 @@ def load_directory(directory: Path) -> Evidence:
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidTelemetry(f"cannot read {metrics_path}: {exc}") from exc
         parsed = parse_openmetrics(text)
+        present = set(parsed)
         for name, kind in METRIC_KINDS.items():
-            values[kind.value] = values.get(kind.value, ()) + tuple(parsed.get(name, ()))
-            sources[kind] = SourceStatus(f"file:{METRICS_FILE}", True)
+            found = tuple(canonical(s) for s in parsed.get(name, ()))
+            values[kind.value] = values.get(kind.value, ()) + found
+            if choose(kind, present) is None:
+                # Neither vocabulary's names nor their exporter: the file cannot show it.
+                reason = missing_reason(kind, METRICS_FILE)
+                sources[kind] = SourceStatus(f"file:{METRICS_FILE}", False, reason)
+            else:
+                sources[kind] = SourceStatus(f"file:{METRICS_FILE}", True)
+        values["restart_series_seen"] = restart_series_seen(values.get("restarts", ()))
     else:
         for kind in METRIC_KINDS.values():
             sources[kind] = SourceStatus(f"file:{METRICS_FILE}", False, f"{METRICS_FILE} not found")
@@ -275,6 +306,7 @@ def load_directory(directory: Path) -> Evidence:
     if files:
         logs = read_logs(files, directory)
         values["signals"] = tuple(logs.signals)
+        values["log_restart_attempts"] = logs.attempts.seen()
         rejected = tuple(logs.rejected)
         sources[EvidenceKind.LOGS] = SourceStatus("file:" + ",".join(logs.files), True)
     else:
@@ -283,14 +315,32 @@ def load_directory(directory: Path) -> Evidence:
         )
 
     jobs_path = directory / JOBS_FILE
-    if jobs_path.is_file():
+    if require_file(jobs_path, JOBS_FILE):
+        jobs = _objects(jobs_path, "tfjobs,pytorchjobs,trainjobs")
         # The jobs' Restarting conditions are restart reports like the operator's Events.
-        restarts = tuple(r for r in (job_restart(i) for i in _objects(jobs_path, "tfjobs")) if r)
-        values["signals"] = values.get("signals", ()) + restarts
+        job_signals = tuple(r for r in (job_restart(i) for i in jobs) if r)
+        # TrainJobs (and JobSets a TrainJob owns) name the workload and its Failed reason.
+        job_signals += trainjobs.signals(jobs, f"file:{JOBS_FILE}")
+        values["signals"] = values.get("signals", ()) + job_signals
         log_status = sources.get(EvidenceKind.LOGS)
         if log_status is None or not log_status.available:
+            # "partial": the jobs' conditions are no log, and rule no log signal out.
             sources[EvidenceKind.LOGS] = SourceStatus(
-                f"file:{JOBS_FILE}", True, "job conditions only: no log files"
+                f"file:{JOBS_FILE}", True, "partial: job conditions only, no log files"
+            )
+
+    jobsets_path = directory / JOBSETS_FILE
+    if require_file(jobsets_path, JOBSETS_FILE):
+        # Recorded only when present, like jobs.json: most setups dump no JobSet objects.
+        values["jobsets"] = load_jobsets(jobsets_path)
+        sources[EvidenceKind.JOBSETS] = SourceStatus(f"file:{JOBSETS_FILE}", True)
+        restarts = sources.get(EvidenceKind.RESTARTS)
+        if restarts is None or not restarts.available:
+            # The JobSet's own counters are restart data: step 1 is not without a source.
+            sources[EvidenceKind.RESTARTS] = SourceStatus(
+                f"file:{JOBSETS_FILE}",
+                True,
+                f"partial: JobSet status only, {METRICS_FILE} not found",
             )
 
     for name, kind, loader, attr in (
@@ -298,7 +348,7 @@ def load_directory(directory: Path) -> Evidence:
         (PODS_FILE, EvidenceKind.PODS, load_pods, "pods"),
     ):
         path = directory / name
-        if path.is_file():
+        if require_file(path, name):
             values[attr] = loader(path)
             sources[kind] = SourceStatus(f"file:{name}", True)
         else:

@@ -23,6 +23,8 @@ from urllib.parse import quote
 
 import requests
 
+from loopbreaker.diagnosis import trainjobs
+from loopbreaker.diagnosis.jobsets import JOBSET_GROUP, JOBSET_PLURAL, JOBSET_VERSION, jobset_info
 from loopbreaker.diagnosis.kube_objects import node_info, pod_info
 from loopbreaker.diagnosis.readers import SourceUnreachable
 from loopbreaker.diagnosis.readers.retry import (
@@ -33,7 +35,8 @@ from loopbreaker.diagnosis.readers.retry import (
     parse_retry_after,
 )
 from loopbreaker.errors import ConfigError, SourceUnavailable
-from loopbreaker.model import NodeInfo, PodInfo
+from loopbreaker.model import NodeInfo, PodInfo, Signal
+from loopbreaker.model_evidence import JobSetInfo
 
 GKE_ENDPOINT = "https://container.googleapis.com"
 #: Objects per list page; big clusters are read in several pages (``continue`` tokens).
@@ -45,7 +48,8 @@ TokenProvider = Callable[[], str]
 
 
 class KubernetesReader:
-    """Lists nodes and pods with ``kubernetes.client.CoreV1Api``."""
+    """Lists nodes and pods with ``kubernetes.client.CoreV1Api``, JobSets with
+    ``CustomObjectsApi``."""
 
     def __init__(
         self,
@@ -148,6 +152,61 @@ class KubernetesReader:
             items = self._list_all(api.list_pod_for_all_namespaces, "pods")
         return tuple(p for p in (pod_info(i) for i in items) if p is not None)
 
+    def trainjobs(self, namespace: str | None) -> tuple[Signal, ...]:
+        """Kubeflow Trainer v2 TrainJobs (``/apis/trainer.kubeflow.org/v1alpha1/...``) as
+        the signals :mod:`loopbreaker.diagnosis.trainjobs` makes of them."""
+        from kubernetes import client
+
+        api = client.CustomObjectsApi(self._api_client)
+        where = (trainjobs.GROUP, trainjobs.VERSION)
+        if namespace:
+            items = self._list_all(
+                _no_resource_is_empty(
+                    lambda **kw: api.list_namespaced_custom_object(
+                        *where, namespace, trainjobs.PLURAL, **kw
+                    )
+                ),
+                f"trainjobs in {namespace}",
+            )
+        else:
+            items = self._list_all(
+                _no_resource_is_empty(
+                    lambda **kw: api.list_cluster_custom_object(*where, trainjobs.PLURAL, **kw)
+                ),
+                "trainjobs",
+            )
+        # Every item listed here is a TrainJob, whether or not the item repeats its kind.
+        return tuple(s for i in items for s in trainjobs.trainjob_signals(i, self._source))
+
+    def jobsets(self, namespace: str | None) -> tuple[JobSetInfo, ...] | None:
+        """JobSets (``jobset.x-k8s.io/v1alpha2``, the only served version from v0.2 to
+        v0.12) through ``CustomObjectsApi``: the same JSON ``kubectl get jobsets`` prints.
+        None when the API server serves no such resource (the JobSet CRD is not installed)."""
+        from kubernetes import client
+
+        api = client.CustomObjectsApi(self._api_client)
+        group, version, plural = JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL
+        served = _Served()
+        if namespace:
+            items = self._list_all(
+                served.watch(
+                    lambda **kw: api.list_namespaced_custom_object(
+                        group, version, namespace, plural, **kw
+                    )
+                ),
+                f"jobsets in {namespace}",
+            )
+        else:
+            items = self._list_all(
+                served.watch(
+                    lambda **kw: api.list_cluster_custom_object(group, version, plural, **kw)
+                ),
+                "jobsets",
+            )
+        if not served.yes:
+            return None
+        return tuple(j for j in (jobset_info(i) for i in items) if j is not None)
+
     def _core(self) -> Any:
         from kubernetes import client
 
@@ -219,6 +278,45 @@ class KubernetesReader:
         if not isinstance(page, dict):
             raise SourceUnavailable(self._source, f"malformed response listing {what}: not a List")
         return page
+
+
+class _EmptyList:
+    data = b'{"items": []}'
+
+
+class _Served:
+    """Notes whether a list call found its resource (a 404 on a collection: not served)."""
+
+    def __init__(self) -> None:
+        self.yes = True
+
+    def watch(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        empty = _no_resource_is_empty(call)
+
+        def run(**kwargs: Any) -> Any:
+            page = empty(**kwargs)
+            if isinstance(page, _EmptyList):
+                self.yes = False
+            return page
+
+        return run
+
+
+def _no_resource_is_empty(call: Callable[..., Any]) -> Callable[..., Any]:
+    """A 404 on a collection means the API server serves no such resource (the Trainer's
+    CRD is not installed): there is none of it, which is known, not unreadable."""
+
+    def run(**kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return call(**kwargs)
+        except ApiException as exc:
+            if int(exc.status or 0) == 404:
+                return _EmptyList()
+            raise
+
+    return run
 
 
 def _api_error(exc: Any, what: str, attempts: int) -> str:

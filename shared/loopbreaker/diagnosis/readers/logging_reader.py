@@ -36,6 +36,8 @@ LOG_QUERY_ORDER = (
     "oom_audit",
     "coordinator_logs",
     "worker_logs",
+    # Last: the gauge usually counts JobSet restarts; these catch what it leaves out.
+    "jobset_restart_events",
 )
 
 

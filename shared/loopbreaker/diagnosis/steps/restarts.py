@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from loopbreaker.diagnosis.queries import KUBEFLOW_RESTARTS_METRIC
 from loopbreaker.diagnosis.scope import series_namespace
+from loopbreaker.diagnosis.steps import jobset_restarts
 from loopbreaker.diagnosis.steps.common import (
     EPOCH,
     Notes,
@@ -26,10 +27,15 @@ from loopbreaker.model import (
     RootCause,
     Signal,
     SignalKind,
+    WorkloadKind,
 )
 
 #: Restart reports of one job this close together are one restart.
 _SAME_RESTART = timedelta(seconds=90)
+
+
+def _jobset_of(ctx: Context) -> tuple[str, ...]:
+    return (WorkloadKind.JOBSET.value,) if ctx.workload_kind.jobset_backed else ()
 
 
 @dataclass(frozen=True)
@@ -45,66 +51,14 @@ def step1(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
         for s in signals
         if s.kind is SignalKind.JOB_RESTARTING
         and is_workload(s, ctx)
-        # A TFJob's restart Events say nothing about a JobSet of the same name.
-        and s.workload_kind in (None, ctx.workload_kind.value)
+        # A TFJob's restart Events say nothing about a JobSet of the same name; a
+        # TrainJob's restarts are its JobSet's.
+        and s.workload_kind in (None, ctx.workload_kind.value, *_jobset_of(ctx))
     )
     if ctx.workload_kind.kubeflow:
         return _step1_kubeflow(ctx, ev, signals, events, notes)
-    source = ev.source_of(EvidenceKind.RESTARTS)
-    inc: float | None = None
-    total: float | None = None
-    if ev.restarts is not None:
-        series = [
-            s
-            for s in ev.restarts
-            if s.labels.get("jobset_name") == ctx.workload
-            and labels_match(s.labels, {"cluster": ctx.cluster, "namespace": ctx.namespace})
-        ]
-        if series and not covers(series, ctx):
-            notes.no_data(
-                1,
-                f"restarts: kube_jobset_restarts of {ctx.workload} has no sample inside the "
-                f"window {window(ctx)}",
-                source,
-            )
-        elif series:
-            inc = sum(increase(s, ctx.start_time, ctx.end_time, from_zero=False) for s in series)
-            total = last_value(series, ctx.end_time)
-            if inc > 0:
-                notes.add(
-                    1,
-                    f"kube_jobset_restarts of {ctx.workload} rose by {inc:g} inside the window "
-                    f"(lifetime count {total or 0:g}): the JobSet is in a restart loop.",
-                    source=source,
-                )
-            else:
-                notes.add(
-                    1,
-                    f"kube_jobset_restarts of {ctx.workload} did not increase inside the window "
-                    f"(lifetime count {total or 0:g}); an old non-zero count is not a loop.",
-                    RootCause.NO_RESTART_LOOP,
-                    source=source,
-                )
-        else:
-            notes.no_data(
-                1,
-                f"restarts: kube_jobset_restarts has no series for {ctx.workload} in "
-                f"{ctx.cluster} (is the JobSet metrics package of managed kube-state-metrics "
-                "enabled?)",
-                source,
-            )
-    if events:
-        notes.add(
-            1,
-            f"{len(events)} controller restart event(s) "
-            f"({events[0].reason}) for {ctx.workload} inside the window.",
-            source=ev.source_of(EvidenceKind.LOGS),
-        )
-    if inc is not None and inc > 0 or events:
-        return Restarts(True, inc, total)
-    if inc is not None:
-        return Restarts(False, inc, total)
-    return Restarts(None, None, None)
+    loop, inc, total = jobset_restarts.count(ctx, ev, events, notes)
+    return Restarts(loop, inc, total)
 
 
 def _restart_events(signals: Iterable[Signal]) -> list[Signal]:
@@ -172,7 +126,7 @@ def _step1_kubeflow(
             notes.no_data(
                 1,
                 f"restarts: {metric} has no {kind.framework} series in {where} of "
-                f"{ctx.cluster} (is the training operator's /metrics endpoint scraped?)",
+                f"{ctx.cluster} ({_seen_hint(ev, metric, source)})",
                 source,
             )
     others = _restart_events(
@@ -226,3 +180,22 @@ def _step1_kubeflow(
             source=logs,
         )
     return Restarts(None, None, None)
+
+
+def _seen_hint(ev: Evidence, metric: str, source: str | None) -> str:
+    """What the restart source gave before scoping, so the gap can be placed: no operator
+    series at all, or series of other frameworks, namespaces (``job_namespace`` first) or
+    clusters."""
+    seen = ev.restart_series_seen
+    where = source or "the source"
+    if seen is None:
+        return "is the training operator's /metrics endpoint scraped?"
+    ours = [s for s in seen if s.startswith(metric + "{")]
+    if not seen:
+        return f"{where} gave no restart series at all; is the training operator scraped?"
+    if not ours:
+        return (
+            f"{where} gave no {metric} series, only {short_list(list(seen), 4)}; "
+            "is the training operator's /metrics endpoint scraped?"
+        )
+    return f"{where} holds {short_list(ours, 4)}; its namespace is job_namespace, else namespace"
