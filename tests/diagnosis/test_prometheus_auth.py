@@ -265,3 +265,26 @@ def test_wrong_password_with_no_other_source_is_one_line_naming_the_401(
     assert line.startswith("loopbreaker: error: no source yielded any data")
     assert f"prometheus:{prom.url}: HTTP 401 unauthenticated" in line
     assert "not-the-password" not in line
+
+
+def test_validate_queries_runs_live_behind_basic_auth(
+    tmp_path: Path, prometheus_factory: PrometheusFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loopbreaker.cli.main import main
+
+    prom = prometheus_factory([SCENARIO / "metrics.om"], basic_auth=(USER, PASSWORD))
+    argv = ["validate-queries", "--prometheus-url", prom.url, "--format", "json"]
+    good = secret_file(tmp_path, "good", PASSWORD)
+    assert (
+        main([*argv, "--prometheus-username", USER, "--prometheus-password-file", str(good)]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    live = [r for r in report["results"] if r["check"].startswith("live ")]
+    # Every PromQL template, in both vocabularies, ran against the authenticated server.
+    assert len(live) >= 40 and all(r["status"] == "pass" for r in live)
+    bad = secret_file(tmp_path, "bad", "wrong")
+    main([*argv, "--prometheus-username", USER, "--prometheus-password-file", str(bad)])
+    refused = json.loads(capsys.readouterr().out)
+    skipped = [r for r in refused["results"] if r["check"].startswith("live ")]
+    assert skipped and all(r["status"] == "skip" for r in skipped)
+    assert "401" in skipped[0]["message"] and "wrong" not in json.dumps(refused)

@@ -7,7 +7,12 @@ import json
 import sys
 
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
-from loopbreaker.diagnosis.readers.sources_cli import http_url, positive_float
+from loopbreaker.diagnosis.readers.sources_cli import (
+    add_auth_flags,
+    http_url,
+    positive_float,
+    prometheus_auth_from_args,
+)
 from loopbreaker.diagnosis.validate_queries import (
     TEST_VALUES,
     Status,
@@ -37,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--prometheus-url", metavar="URL", type=http_url, help="also run PromQL against it"
     )
+    add_auth_flags(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     values = parser.add_argument_group("test values used to fill the templates")
     for name in ("location", "cluster", "namespace", "workload"):
@@ -90,7 +96,14 @@ def run(args: argparse.Namespace) -> int:
 
         credentials = GoogleCredentials()
         if args.prometheus_url:
-            prometheus = PrometheusReader(args.prometheus_url, timeout=args.timeout)
+            auth = prometheus_auth_from_args(args)
+            token = auth.get("prometheus_bearer_token")
+            prometheus = PrometheusReader(
+                args.prometheus_url,
+                timeout=args.timeout,
+                token_provider=(lambda: token) if token is not None else None,
+                basic_auth=auth.get("prometheus_basic_auth"),
+            )
         elif project:
             prometheus = PrometheusReader.managed(
                 project, credentials=credentials, timeout=args.timeout

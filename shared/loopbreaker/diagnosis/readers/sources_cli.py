@@ -43,24 +43,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         "cluster_name, ...), or none for a Prometheus of one cluster (default: found out "
         "from the series the server holds)",
     )
-    # Named after Prometheus' own scrape config: bearer_token_file, basic_auth.
-    group.add_argument(
-        "--prometheus-bearer-token-file",
-        metavar="FILE",
-        type=Path,
-        help="send the token in FILE as 'Authorization: Bearer' to --prometheus-url",
-    )
-    group.add_argument(
-        "--prometheus-username",
-        metavar="NAME",
-        help="basic auth to --prometheus-url as NAME (with --prometheus-password-file)",
-    )
-    group.add_argument(
-        "--prometheus-password-file",
-        metavar="FILE",
-        type=Path,
-        help="the basic-auth password, read from FILE (never give it on the command line)",
-    )
+    add_auth_flags(group)
     modes = [m.value for m in Mode]
     group.add_argument(
         "--managed-prometheus",
@@ -111,6 +94,28 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=DEFAULT_MAX_LOG_ENTRIES,
         help=f"log entries read live at most (default {DEFAULT_MAX_LOG_ENTRIES})",
+    )
+
+
+def add_auth_flags(group: argparse._ActionsContainer) -> None:
+    """The --prometheus-url auth flags (diagnose and validate-queries)."""
+    # Named after Prometheus' own scrape config: bearer_token_file, basic_auth.
+    group.add_argument(
+        "--prometheus-bearer-token-file",
+        metavar="FILE",
+        type=Path,
+        help="send the token in FILE as 'Authorization: Bearer' to --prometheus-url",
+    )
+    group.add_argument(
+        "--prometheus-username",
+        metavar="NAME",
+        help="basic auth to --prometheus-url as NAME (with --prometheus-password-file)",
+    )
+    group.add_argument(
+        "--prometheus-password-file",
+        metavar="FILE",
+        type=Path,
+        help="the basic-auth password, read from FILE (never give it on the command line)",
     )
 
 
