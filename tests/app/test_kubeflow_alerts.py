@@ -341,6 +341,10 @@ def test_the_diagnosis_resolves_the_alert_to_the_tfjob_of_its_events(tmp_path: P
     context = incident.diagnosis.document["context"]
     assert (context["workload"], context["namespace"]) == ("resnet50-ps", NS)
     assert incident.diagnosis.document["restart_loop"] is True
+    # The chat title names the namespace the alert is about, not a truncated workload.
+    from loopbreaker.chat.notify import render
+
+    assert f"workloads in namespace {NS} in " in render(incident).title
 
 
 def test_several_jobs_are_each_named_and_diagnosed(tmp_path: Path) -> None:

@@ -135,6 +135,9 @@ def render(
     """
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}"
+    if key.name.endswith("/"):
+        # A namespace-wide key (a Kubeflow restart alert names no job): say so.
+        where = f"workloads in namespace {key.name[:-1]}"
     cluster = incident.cluster or "unknown cluster"
     counts = ", ".join(f"{n} {kind}" for kind, n in sorted(incident.counts.items()))
     diagnosis = incident.diagnosis
