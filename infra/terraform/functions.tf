@@ -90,15 +90,16 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_GOOGLE_CHAT_AUDIENCE = coalesce(var.google_chat_audience, local.function_urls["on_chat_action"])
         } : {},
         each.key == "on_remediation_request" ? {
-          LOOPBREAKER_DRY_RUN                = tostring(var.dry_run)
-          LOOPBREAKER_MAX_DELETIONS_PER_HOUR = tostring(var.max_deletions_per_hour)
-          LOOPBREAKER_MAX_UNREADY_SHARE      = tostring(var.max_unready_share)
-          LOOPBREAKER_NODE_POOLS             = join(",", var.node_pools)
-          LOOPBREAKER_DRAIN_MODE             = var.drain_mode
-          LOOPBREAKER_DRAIN_TIMEOUT          = var.drain_timeout
-          LOOPBREAKER_HOST_ACTION            = var.host_action
-          LOOPBREAKER_SUPPORT_PARENT         = var.support_parent
-          LOOPBREAKER_SUPPORT_CLASSIFICATION = var.support_classification
+          LOOPBREAKER_DRY_RUN                     = tostring(var.dry_run)
+          LOOPBREAKER_MAX_DELETIONS_PER_HOUR      = tostring(var.max_deletions_per_hour)
+          LOOPBREAKER_MAX_UNREADY_SHARE           = tostring(var.max_unready_share)
+          LOOPBREAKER_NODE_POOLS                  = join(",", var.node_pools)
+          LOOPBREAKER_DRAIN_MODE                  = var.drain_mode
+          LOOPBREAKER_DRAIN_TIMEOUT               = var.drain_timeout
+          LOOPBREAKER_HOST_ACTION                 = var.host_action
+          LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS = join(",", var.foreign_remediation_markers)
+          LOOPBREAKER_SUPPORT_PARENT              = var.support_parent
+          LOOPBREAKER_SUPPORT_CLASSIFICATION      = var.support_classification
         } : {},
       ) : variable => value if value != null && value != ""
     }

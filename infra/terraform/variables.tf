@@ -157,6 +157,17 @@ variable "firestore_location" {
   default     = null
 }
 
+variable "foreign_remediation_markers" {
+  type        = list(string)
+  description = "Labels, annotations and taints other remediators leave on a node they handle, as [SYSTEM:]label|annotation|taint:KEY[=VALUE] (LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS); remediation refuses such a node."
+  default     = []
+
+  validation {
+    condition     = alltrue([for marker in var.foreign_remediation_markers : can(regex("^([A-Za-z0-9][A-Za-z0-9_ .-]*:)?(label|annotation|taint):[^\\s,:=]+(=[^,]+)?$", marker))])
+    error_message = "Each foreign_remediation_markers entry must be [SYSTEM:]label|annotation|taint:KEY[=VALUE], such as NVSentinel:label:dgxc.nvidia.com/nvsentinel-state."
+  }
+}
+
 variable "google_chat_audience" {
   type        = string
   description = "Audience of Google Chat's bearer tokens: the Chat app's project number, when its Authentication Audience is Project Number; null uses the on_chat_action URL (Authentication Audience: HTTP endpoint URL)."

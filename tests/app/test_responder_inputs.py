@@ -81,6 +81,9 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_DRAIN_MODE": "delete-after-timeout",
         "LOOPBREAKER_DRAIN_TIMEOUT": "20m",
         "LOOPBREAKER_HOST_ACTION": "report-faulty",
+        "LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS": (
+            "NVSentinel:label:dgxc.nvidia.com/nvsentinel-state, taint:example.com/repair=on"
+        ),
         "LOOPBREAKER_SUPPORT_PARENT": "projects/proj",
         "LOOPBREAKER_SUPPORT_CLASSIFICATION": "100H41Q3DTMN0TBKCKD0SGRVNRMMPH5SQ",
         "LOOPBREAKER_KUBECONFIG": str(kubeconfig),
@@ -136,6 +139,10 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert (p.dry_run, p.max_deletions_per_hour, p.max_unready_share) == (False, 3, 0.25)
     assert p.node_pools == {"tpu-pool", "gpu-pool"} and p.drain_timeout == timedelta(minutes=20)
     assert (p.drain_mode.value, p.host_action.value) == ("delete-after-timeout", "report-faulty")
+    assert [(m.system, str(m)) for m in p.foreign_markers] == [
+        ("NVSentinel", "label dgxc.nvidia.com/nvsentinel-state"),
+        (None, "taint example.com/repair=on"),
+    ]
     assert (r.support_parent, r.kubeconfig) == ("projects/proj", kubeconfig)
     assert r.support_classification == "100H41Q3DTMN0TBKCKD0SGRVNRMMPH5SQ"
     assert r.compute_endpoint == "http://127.0.0.1:9/compute"
@@ -178,6 +185,7 @@ def test_the_project_falls_back_on_google_cloud_project() -> None:
         ("NOTIFIER", "slack"),
         ("LOG_LEVEL", "LOUD"),
         ("COLLECTION_PREFIX", "9bad/prefix"),
+        ("FOREIGN_REMEDIATION_MARKERS", "node:dgxc.nvidia.com/nvsentinel-state"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:

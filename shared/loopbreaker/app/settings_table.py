@@ -145,6 +145,14 @@ VARIABLES: tuple[Variable, ...] = (
         "`report-faulty` (`instances.reportHostAsFaulty`: reservations, compact placement).",
     ),
     Variable(
+        "LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS",
+        "none",
+        "Comma-separated `[SYSTEM:]label|annotation|taint:KEY[=VALUE]` that another "
+        "remediator leaves on a node it is handling; remediation refuses such a node, naming "
+        "the system and the marker. GKE's report-and-replace and maintenance markers are "
+        "always checked ([remediation.md](remediation.md#one-owner-per-node)).",
+    ),
+    Variable(
         "LOOPBREAKER_SUPPORT_PARENT",
         "none",
         "`projects/P` or `organizations/O`: file a Cloud Support case with the ticket draft; "

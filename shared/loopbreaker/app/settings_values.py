@@ -17,6 +17,7 @@ from loopbreaker.app.settings_model import (
 )
 from loopbreaker.errors import ConfigError, InvalidInput, LoopbreakerError
 from loopbreaker.model import WorkloadKind
+from loopbreaker.remediation.owners import Marker, parse_markers
 from loopbreaker.remediation.rules import DEFAULT_MAX_UNREADY_SHARE
 
 #: Reads one ``LOOPBREAKER_<NAME>`` (stripped; None when unset or blank).
@@ -157,6 +158,14 @@ def unready_share(raw: str | None) -> float:
     if not 0 <= value <= 1:
         raise ConfigError(f"{PREFIX}MAX_UNREADY_SHARE={raw!r}: between 0 and 1 (0% and 100%)")
     return value
+
+
+def foreign_markers(raw: str | None) -> tuple[Marker, ...]:
+    """LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS: ``[SYSTEM:]KIND:KEY[=VALUE]``, comma-separated."""
+    try:
+        return parse_markers(raw or "")
+    except ValueError as exc:
+        raise ConfigError(f"{PREFIX}FOREIGN_REMEDIATION_MARKERS: {exc}") from exc
 
 
 def topic(raw: str | None, project: str | None) -> str | None:

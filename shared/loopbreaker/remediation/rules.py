@@ -7,7 +7,9 @@ nothing.
 
 Before acting (:func:`recheck`): the request is exactly the recorded approval (else it
 is *forged* and changes nothing); the approval is unexpired; the node exists, maps to
-the approved host and instance, and is not opted out; the VM's numeric id is the
+the approved host and instance, is not opted out, and no other system (GKE's
+report-and-replace or host maintenance, another remediator) is handling it
+(:mod:`loopbreaker.remediation.owners`); the VM's numeric id is the
 approved one (GKE recreates VMs under the same name); the node pool is in scope and not
 mostly NotReady (a fleet-wide problem is not a bad host); the cluster's VM deletions in
 the last hour are under the limit.
@@ -30,6 +32,7 @@ from loopbreaker.model import (
     TOPOLOGY_SUBBLOCK_LABEL,
     HostPlace,
 )
+from loopbreaker.remediation.owners import Marker, Taint, owner_reasons
 from loopbreaker.timeutil import format_rfc3339
 
 DEFAULT_MAX_DELETIONS_PER_HOUR = 2
@@ -74,6 +77,8 @@ class RemediationPolicy:
     drain_mode: DrainMode = DrainMode.WAIT
     drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT
     host_action: HostAction = HostAction.DELETE
+    #: Labels, annotations and taints other remediators leave on a node they are handling.
+    foreign_markers: tuple[Marker, ...] = ()
 
 
 # --- the request ---------------------------------------------------------------------
@@ -143,6 +148,8 @@ class NodeState:
     #: ``spec.providerID``: ``gce://PROJECT/ZONE/INSTANCE``.
     provider_id: str | None = None
     instance_id: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,6 +245,9 @@ def _node_reasons(target: Target, node: NodeState, policy: RemediationPolicy) ->
     reasons = []
     if node.labels.get(OPT_OUT_LABEL) == OPT_OUT_VALUE:
         reasons.append(f"node {node.name} opted out ({OPT_OUT_LABEL}={OPT_OUT_VALUE})")
+    reasons += owner_reasons(
+        node.name, node.labels, node.annotations, node.taints, policy.foreign_markers
+    )
     # Every identity the node carries must still be the approved one; a missing one is a
     # doubt, and doubt means do nothing.
     host = node.labels.get(HOST_LABEL)

@@ -65,8 +65,9 @@ class Discovery:
     """The server's vocabulary and cluster labels, found once and kept for the run."""
 
     names: frozenset[str]
-    #: exporter -> cluster label (None: none), or the reason it gives no evidence.
+    #: exporter -> the label its series name the cluster in (None: no such label).
     cluster_labels: dict[str, str | None] = field(default_factory=dict)
+    #: exporter -> why its series are no evidence of the context's cluster.
     refusals: dict[str, str] = field(default_factory=dict)
     requests: int = 0
 

@@ -22,6 +22,7 @@ from typing import Any
 from loopbreaker.diagnosis.kube_objects import INSTANCE_ID_ANNOTATION
 from loopbreaker.errors import ActionFailed, ConfigError, SourceUnavailable
 from loopbreaker.remediation.actuators import EVENT_CONTROLLER, Eviction, NodeEvent
+from loopbreaker.remediation.owners import Taint
 from loopbreaker.remediation.rules import POOL_LABEL, NodeState, PodState
 
 DEFAULT_TIMEOUT = 30.0
@@ -240,7 +241,7 @@ def node_state(obj: Any) -> NodeState:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
-    annotations = meta.get("annotations") or {}
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     ready = None
     for cond in (obj.get("status") or {}).get("conditions") or ():
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
@@ -253,7 +254,19 @@ def node_state(obj: Any) -> NodeState:
         ready=ready,
         provider_id=spec.get("providerID"),
         instance_id=str(instance_id) if instance_id else None,
+        annotations=annotations,
+        taints=node_taints(spec.get("taints")),
     )
+
+
+def node_taints(raw: Any) -> tuple[Taint, ...]:
+    """``spec.taints`` of a core/v1 Node: ``key`` (required), ``value``, ``effect``."""
+    taints = []
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, Mapping) and item.get("key"):
+            value, effect = item.get("value"), item.get("effect")
+            taints.append(Taint(str(item["key"]), _text(value), _text(effect)))
+    return tuple(taints)
 
 
 def pod_state(obj: Any) -> PodState:
@@ -270,6 +283,10 @@ def pod_state(obj: Any) -> PodState:
         phase=(obj.get("status") or {}).get("phase"),
         terminating=bool(meta.get("deletionTimestamp")),
     )
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 def _message(exc: Any) -> str:
