@@ -101,6 +101,36 @@ class NodeCondition:
 
 
 @dataclass(frozen=True)
+class NodeMaintenance:
+    """A node's host maintenance, as GKE's node labels and taint and Compute Engine's
+    ``resourceStatus.upcomingMaintenance`` tell it (read by
+    :mod:`loopbreaker.diagnosis.maintenance`)."""
+
+    #: ``cloud.google.com/scheduled-maintenance-time``: the planned start.
+    scheduled_at: datetime | None = None
+    #: ``cloud.google.com/active-node-maintenance`` (``ONGOING``).
+    active: str | None = None
+    #: The ``cloud.google.com/impending-node-termination`` taint is on the node.
+    terminating: bool = False
+    #: Compute Engine ``upcomingMaintenance``: window, latest start, status and type.
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    latest_start: datetime | None = None
+    status: str | None = None
+    type: str | None = None
+    can_reschedule: bool | None = None
+
+    @property
+    def start(self) -> datetime | None:
+        """When it starts: Compute's window, else GKE's label."""
+        return self.window_start or self.scheduled_at
+
+    @property
+    def under_way(self) -> bool:
+        return self.terminating or self.active is not None or self.status == "ONGOING"
+
+
+@dataclass(frozen=True)
 class NodeInfo:
     name: str
     node_pool: str | None = None
@@ -114,6 +144,8 @@ class NodeInfo:
     instance_id: str | None = None
     #: Its ``MemoryPressure``, ``DiskPressure`` and ``PIDPressure`` conditions.
     pressure: tuple[NodeCondition, ...] = ()
+    #: Its host maintenance, None when nothing announces one.
+    maintenance: NodeMaintenance | None = None
 
 
 @dataclass(frozen=True)

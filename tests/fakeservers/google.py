@@ -86,11 +86,17 @@ class ComputeServer(GoogleApiServer):
     _PATH = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 
     def __init__(
-        self, hosts: Mapping[tuple[str, str, str], str | dict[str, Any] | None] | None = None
+        self,
+        hosts: Mapping[tuple[str, str, str], str | dict[str, Any] | None] | None = None,
+        maintenance: Mapping[tuple[str, str, str], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__()
         #: (project, zone, instance) -> physical host (None: an instance without one).
         self.hosts = dict(hosts or {})
+        #: (project, zone, instance) -> ``resourceStatus.upcomingMaintenance`` (Compute
+        #: Engine API v1 UpcomingMaintenance: type, canReschedule, windowStartTime,
+        #: windowEndTime, latestWindowStartTime, maintenanceStatus).
+        self.maintenance = dict(maintenance or {})
 
     def route(self, request: Request) -> Response:
         match = self._PATH.match(request.path)
@@ -114,6 +120,9 @@ class ComputeServer(GoogleApiServer):
             instance["resourceStatus"] = host
         elif host is not None:
             instance["resourceStatus"] = {"physicalHost": host}
+        upcoming = self.maintenance.get((project, zone, name))
+        if upcoming is not None:
+            instance.setdefault("resourceStatus", {})["upcomingMaintenance"] = upcoming
         return Response.json(instance)
 
 

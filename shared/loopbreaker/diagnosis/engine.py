@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from loopbreaker.diagnosis import ticket, trainjobs
+from loopbreaker.diagnosis import maintenance, ticket, trainjobs
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
 from loopbreaker.diagnosis.steps import workload_faults
@@ -128,8 +128,8 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
             queries_run=_run_count(steps),
         )
 
-    interruptions = step2(context, evidence, signals, notes)
     nodes = workload_nodes(context, evidence, signals)
+    interruptions = step2(context, evidence, signals, notes, nodes)
     hosts = step3(context, evidence, signals, interruptions, thresholds, notes, nodes)
     faults = workload_faults.collect(context, evidence, signals)
     pods = step4(
@@ -145,7 +145,7 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
     first = faults.first
     if interruptions.preemptions:
         cause = RootCause.SPOT_PREEMPTION
-    elif interruptions.maintenance:
+    elif interruptions.maintenance or interruptions.planned.caused:
         cause = RootCause.MAINTENANCE
     elif hosts.suspects:
         cause = RootCause.FAULTY_HOST
@@ -188,14 +188,23 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
     findings = tuple(f for n in (1, 2, 3, 4) for f in notes.by_step[n])
     draft = None
     if cause is RootCause.FAULTY_HOST:
-        draft = ticket.draft(context, hosts.suspects[0], restarts.increase, restarts.total, steps)
+        draft = ticket.draft(
+            context,
+            hosts.suspects[0],
+            restarts.increase,
+            restarts.total,
+            steps,
+            interruptions.planned.in_window,
+        )
     return Diagnosis(
         context=context,
         restart_loop=restarts.loop,
         restart_increase=restarts.increase,
         restart_total=restarts.total,
         root_cause=cause,
-        remediation=_remediation(cause, suspects, context, faults, infra_gaps),
+        remediation=_remediation(
+            cause, suspects, context, faults, infra_gaps, interruptions.planned
+        ),
         suspect_hosts=suspects,
         steps=steps,
         evidence=findings,
@@ -305,6 +314,7 @@ def _remediation(
     ctx: Context,
     faults: workload_faults.WorkloadFaults | None = None,
     infra_gaps: str = "",
+    planned: maintenance.Planned | None = None,
 ) -> Remediation:
     target = suspects[0] if suspects else None
     fault = faults.of(cause) if faults is not None else None
@@ -333,6 +343,7 @@ def _remediation(
             Risk.LOW,
             False,
             (
+                *(planned.actions() if planned is not None else ()),
                 "Set maintenance windows and exclusions on the cluster for the training period.",
                 MAINTENANCE_POLICY[ctx.workload_kind.kubeflow],
                 "Watch the cloud.google.com/scheduled-maintenance-time node label and "
@@ -417,7 +428,9 @@ def _summary(
         head = f"In {ctx.cluster or 'a cluster not yet named by any entry'}"
     tail = {
         RootCause.SPOT_PREEMPTION: f"{interruptions.preemptions} Spot preemption(s) explain it.",
-        RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it.",
+        RootCause.MAINTENANCE: f"{interruptions.maintenance} host maintenance event(s) explain it."
+        if interruptions.maintenance
+        else _planned_tail(interruptions.planned),
         RootCause.CAPACITY: "pods cannot be scheduled: capacity is missing.",
         RootCause.APPLICATION: "the application itself fails (NCCL / collective / worker crash).",
         RootCause.UNKNOWN: f"no infrastructure cause in the evidence read ({infra_gaps}); "
@@ -435,3 +448,12 @@ def _summary(
     elif cause is RootCause.HOST_ERROR:
         tail = f"host {suspects[0].host} failed once."
     return f"{head}; {tail}"
+
+
+def _planned_tail(planned: maintenance.Planned) -> str:
+    if not planned.caused:
+        return ""
+    first = planned.caused[0]
+    return (
+        f"host maintenance of node {first.node}, started at {first.start:%H:%M:%SZ}, explains it."
+    )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from loopbreaker.diagnosis import maintenance
 from loopbreaker.diagnosis.jobsets import pod_attempt_fields
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import (
@@ -81,6 +82,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         spot=any(labels.get(k) == "true" for k in SPOT_LABELS),
         instance_id=_instance_id(meta),
         pressure=_pressure(_map(obj.get("status"))),
+        maintenance=maintenance.from_node(labels, _list(spec.get("taints"))),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from loopbreaker.model import (
     Context,
@@ -23,7 +24,9 @@ def draft(
     restart_increase: float | None,
     restart_total: float | None,
     steps: Sequence[StepReport],
+    maintenance: Sequence[tuple[str, datetime]] = (),
 ) -> TicketDraft:
+    """``maintenance``: nodes with host maintenance scheduled inside the window, and when."""
     excerpts: list[str] = []
     for episode in host.episodes:
         for line in episode.excerpts:
@@ -58,6 +61,10 @@ def draft(
             f" GPU faults seen (NVIDIA's Xid catalog class in brackets): "
             f"{'; '.join(host.gpu_faults)}. Fault reason: {host.fault_reason}."
         )
+    if maintenance:
+        # Support reads the host's failures beside Google's own planned work on the nodes.
+        named = ", ".join(f"{node} ({format_rfc3339(at)})" for node, at in maintenance)
+        summary += f" Host maintenance is scheduled inside the window on: {named}."
     return TicketDraft(
         title=f"GKE node host failures on {host_words} {host.host} ({host.failures} failures)",
         summary=summary,

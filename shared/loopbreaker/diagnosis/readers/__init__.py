@@ -21,12 +21,13 @@ inside the methods that need them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from loopbreaker.errors import SourceUnavailable
 from loopbreaker.model import Context, NodeInfo, PodInfo, Series, Signal
+from loopbreaker.model_evidence import NodeMaintenance
 
 
 class SourceUnreachable(SourceUnavailable):
@@ -101,6 +102,8 @@ class HostLookupResult:
 
     hosts: Mapping[str, str]
     failure: str | None = None
+    #: Compute Engine's ``upcomingMaintenance`` of the nodes asked about, where it has one.
+    maintenance: Mapping[str, NodeMaintenance] = field(default_factory=dict)
 
 
 class HostLookup(Protocol):

@@ -1,4 +1,5 @@
-"""Node -> physical host from Compute Engine ``instances.get`` (``resourceStatus.physicalHost``).
+"""Node -> physical host from Compute Engine ``instances.get`` (``resourceStatus.physicalHost``),
+and the same answer's ``resourceStatus.upcomingMaintenance``.
 
 The REST transport of google-cloud-compute is used, so ``api_endpoint`` may point at a local
 fake. ``physicalHost`` is an opaque id; it is kept as is.
@@ -11,10 +12,12 @@ from typing import Any
 
 import requests
 
+from loopbreaker.diagnosis import maintenance
 from loopbreaker.diagnosis.readers import HostLookupResult
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.diagnosis.readers.retry import DEFAULT_TIMEOUT, RetryPolicy, network_reason
 from loopbreaker.model import HostPlace, NodeInfo
+from loopbreaker.model_evidence import NodeMaintenance
 
 #: instances.get calls per diagnosis at most (one per node without a host label).
 DEFAULT_MAX_LOOKUPS = 64
@@ -47,23 +50,28 @@ class ComputeHostLookup:
 
     def hosts(self, nodes: Sequence[NodeInfo]) -> HostLookupResult:
         found: dict[str, str] = {}
+        planned: dict[str, NodeMaintenance] = {}
         asked = 0
         for node in nodes:
             project = node.project or self._project
             if not project or not node.zone:
                 continue  # no providerID and no zone label: nothing to ask for
             if asked >= self._max_lookups:
-                return HostLookupResult(found, f"stopped after {asked} lookups (cap)")
+                return HostLookupResult(found, f"stopped after {asked} lookups (cap)", planned)
             asked += 1
             try:
-                host = self._physical_host(project, node.zone, node.instance or node.name)
+                host, upcoming = self._instance(project, node.zone, node.instance or node.name)
             except _Stop as exc:
-                return HostLookupResult(found, exc.reason)
+                return HostLookupResult(found, exc.reason, planned)
             if host:
                 found[node.name] = host
-        return HostLookupResult(found)
+            if upcoming is not None:
+                planned[node.name] = upcoming
+        return HostLookupResult(found, maintenance=planned)
 
-    def _physical_host(self, project: str, zone: str, instance: str) -> str | None:
+    def _instance(
+        self, project: str, zone: str, instance: str
+    ) -> tuple[str | None, NodeMaintenance | None]:
         from google.api_core import exceptions as gexc
         from google.auth import exceptions as auth_exc
         from google.protobuf import json_format
@@ -80,7 +88,8 @@ class ComputeHostLookup:
                     retry=None,  # our RetryPolicy; the library's default would retry longer
                 )
             except gexc.NotFound:
-                return None  # a preempted or deleted VM: its host is unknown, not an error
+                # A preempted or deleted VM: its host is unknown, not an error.
+                return None, None
             except (gexc.Unauthorized, gexc.Forbidden) as exc:
                 raise _Stop(f"HTTP {exc.code}: {_message(exc)}") from exc
             except (gexc.TooManyRequests, gexc.ServerError) as exc:
@@ -104,11 +113,11 @@ class ComputeHostLookup:
             # newer responses put block and sub-block before it ("b/s/h").
             status = result.resource_status
             if status is None:
-                return None
+                return None, None
             topo = status.physical_host_topology
             fields = {"host": topo.host, "block": topo.block, "subblock": topo.subblock}
             place = HostPlace.parse(status.physical_host or None, fields if topo else None)
-            return place.host if place else None
+            return (place.host if place else None), _upcoming(status)
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -127,6 +136,26 @@ class _Stop(Exception):  # noqa: N818 - control flow inside this module only
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def _upcoming(status: Any) -> NodeMaintenance | None:
+    """``resourceStatus.upcomingMaintenance`` (google-cloud-compute 1.57
+    ``compute_v1.UpcomingMaintenance``: ``type_``, ``can_reschedule``,
+    ``window_start_time``, ``window_end_time``, ``latest_window_start_time``,
+    ``maintenance_status``)."""
+    if "upcoming_maintenance" not in status:
+        return None
+    um = status.upcoming_maintenance
+    return maintenance.from_compute(
+        {
+            "type": um.type_,
+            "canReschedule": um.can_reschedule if "can_reschedule" in um else None,
+            "windowStartTime": um.window_start_time,
+            "windowEndTime": um.window_end_time,
+            "latestWindowStartTime": um.latest_window_start_time,
+            "maintenanceStatus": um.maintenance_status,
+        }
+    )
 
 
 def _message(exc: Any) -> str:

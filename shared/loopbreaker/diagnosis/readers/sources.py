@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from loopbreaker.diagnosis import maintenance
 from loopbreaker.diagnosis.jobsets import restart_series_seen
 from loopbreaker.diagnosis.metric_vocabulary import canonical
 from loopbreaker.diagnosis.readers import discovery
@@ -64,6 +65,7 @@ from loopbreaker.model import (
     Signal,
     SourceStatus,
 )
+from loopbreaker.model_evidence import NodeMaintenance
 
 if TYPE_CHECKING:
     from loopbreaker.diagnosis.evidence import QueryBudget
@@ -384,6 +386,7 @@ def resolve_hosts(
     the nodes that matter. Returns the nodes and a note naming what each lookup did.
     """
     hosts: dict[str, str] = {n.name: n.physical_host for n in nodes if n.physical_host}
+    planned: dict[str, NodeMaintenance] = {}
     notes: list[str] = []
     for lookup in lookups:
         missing = [n for n in nodes if n.name not in hosts]
@@ -394,6 +397,7 @@ def resolve_hosts(
         result = lookup.hosts(missing)
         new = {k: v for k, v in result.hosts.items() if k not in hosts}
         hosts.update(new)
+        planned.update({k: v for k, v in result.maintenance.items() if k not in planned})
         note = f"{len(new)} host(s) from {lookup.source}"
         if result.failure:
             note += f" (stopped: {result.failure})"
@@ -401,6 +405,13 @@ def resolve_hosts(
     resolved = tuple(
         replace(n, physical_host=hosts[n.name]) if not n.physical_host and n.name in hosts else n
         for n in nodes
+    )
+    # Compute's upcomingMaintenance beside GKE's labels, from the same instances.get.
+    resolved = tuple(
+        replace(n, maintenance=maintenance.merged(n.maintenance, planned[n.name]))
+        if n.name in planned
+        else n
+        for n in resolved
     )
     return resolved, ("; ".join(notes) or None)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from loopbreaker.diagnosis import maintenance
+from loopbreaker.diagnosis.maintenance import Planned
 from loopbreaker.diagnosis.steps.common import Notes, increase, labels_match, short_list
 from loopbreaker.model import (
     INTERRUPTION_KINDS,
@@ -24,9 +26,18 @@ class Interruptions:
     preemptions: int
     maintenance: int
     explained_nodes: Mapping[str, list[datetime]]
+    #: Host maintenance the nodes announce (labels, taint, Compute's upcomingMaintenance).
+    planned: Planned = field(default_factory=Planned)
 
 
-def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -> Interruptions:
+def step2(
+    ctx: Context,
+    ev: Evidence,
+    signals: Sequence[Signal],
+    notes: Notes,
+    workload_nodes: frozenset[str] = frozenset(),
+) -> Interruptions:
+    """``workload_nodes``: where the workload's pods ran (whose maintenance counts)."""
     counts: dict[tuple[str, str, str], float] = defaultdict(float)
     metric_source = ev.source_of(EvidenceKind.INTERRUPTIONS)
     for series in ev.interruptions or ():
@@ -68,7 +79,9 @@ def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
         notes.add(2, f"{number} {kind.value} log signal(s){where}.", cause, source=log_source)
 
     preemptions = int(by_type.get("PreemptionEvent", 0)) + log_counts[SignalKind.PREEMPTION]
-    maintenance = int(by_type.get("MaintenanceEvent", 0)) + log_counts[SignalKind.MAINTENANCE]
+    maintenance_events = (
+        int(by_type.get("MaintenanceEvent", 0)) + log_counts[SignalKind.MAINTENANCE]
+    )
     if by_type.get("TerminationEvent"):
         notes.add(
             2,
@@ -77,6 +90,9 @@ def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
             RootCause.FAULTY_HOST,
             source=metric_source,
         )
+    planned = maintenance.assess(ctx, ev, signals, workload_nodes, notes)
+    for node, starts in planned.explained_nodes().items():
+        explained[node].extend(starts)
     # Only claim an absence where all the evidence that could have shown the event was read:
     # the interruption metric and the gke_nodepool / Compute Engine log entries.
     kinds = (EvidenceKind.INTERRUPTIONS, EvidenceKind.LOGS)
@@ -89,7 +105,7 @@ def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
             "A preemption",
             RootCause.SPOT_PREEMPTION,
         )
-    if not maintenance:
+    if not maintenance_events and not planned.caused:
         notes.absence(
             2,
             ev,
@@ -98,7 +114,7 @@ def step2(ctx: Context, ev: Evidence, signals: Sequence[Signal], notes: Notes) -
             "Host maintenance",
             RootCause.MAINTENANCE,
         )
-    return Interruptions(preemptions, maintenance, explained)
+    return Interruptions(preemptions, maintenance_events, explained, planned)
 
 
 def _interruption_cause(kind: str) -> RootCause | None:
