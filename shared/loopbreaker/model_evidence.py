@@ -32,6 +32,12 @@ class Series:
 TOPOLOGY_BLOCK_LABEL = "cloud.google.com/gce-topology-block"
 TOPOLOGY_SUBBLOCK_LABEL = "cloud.google.com/gce-topology-subblock"
 TOPOLOGY_HOST_LABEL = "cloud.google.com/gce-topology-host"
+#: GKE's host-maintenance marks on a node ("Monitor maintenance events", "Manage disruption
+#: to GKE nodes that don't live migrate"): the start (epoch seconds, GKE 1.31.1-gke.2008000
+#: and later), ``ONGOING`` while it runs, and the taint once the node is about to go.
+SCHEDULED_MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
+ACTIVE_MAINTENANCE_LABEL = "cloud.google.com/active-node-maintenance"
+IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 
 
 @dataclass(frozen=True)

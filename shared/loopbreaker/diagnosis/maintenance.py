@@ -33,12 +33,17 @@ from typing import Any
 from loopbreaker.diagnosis.steps.common import Notes, hm, is_workload, short_list
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import Context, Evidence, EvidenceKind, RootCause, Signal, SignalKind
-from loopbreaker.model_evidence import NodeMaintenance
+from loopbreaker.model_evidence import (
+    ACTIVE_MAINTENANCE_LABEL,
+    IMPENDING_TERMINATION_TAINT,
+    SCHEDULED_MAINTENANCE_LABEL,
+    NodeMaintenance,
+)
 from loopbreaker.timeutil import parse_rfc3339
 
-SCHEDULED_LABEL = "cloud.google.com/scheduled-maintenance-time"
-ACTIVE_LABEL = "cloud.google.com/active-node-maintenance"
-TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
+SCHEDULED_LABEL = SCHEDULED_MAINTENANCE_LABEL
+ACTIVE_LABEL = ACTIVE_MAINTENANCE_LABEL
+TERMINATION_TAINT = IMPENDING_TERMINATION_TAINT
 #: A restart this long after a maintenance start is the maintenance's: GKE terminates the
 #: node at the start and the controller restarts the workload once its pods fail.
 AFTER_START = timedelta(minutes=10)

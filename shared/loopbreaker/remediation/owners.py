@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from loopbreaker.model_evidence import ACTIVE_MAINTENANCE_LABEL, IMPENDING_TERMINATION_TAINT
+
 #: "Report faulty hosts through GKE", in "Manage AI-optimized GKE clusters"
 #: (docs.cloud.google.com/ai-hypercomputer/docs/manage/manage-gke-clusters, updated
 #: 2026-04-06): labelling a node ``cloud.google.com/fault-behavior=REASON`` hands it to GKE,
@@ -32,14 +34,13 @@ REPORT_AND_REPLACE_STATUS_LABEL = "cloud.google.com/report-and-replace-status"
 #: fault-behavior label stays until the node is back, and is checked on its own), or the
 #: call failed (GKE clears its taint and the fault-behavior label). Compared casefolded.
 REPORT_AND_REPLACE_ENDED = frozenset({"operationdone", "error"})
-#: "Manage disruption to GKE nodes that don't live migrate"
-#: (cloud.google.com/kubernetes-engine/docs/concepts/handle-disruption-gpu-tpu) and Google's
-#: GKE skill gke-ai-troubleshooting-handle-disruption-gpu-tpu (github.com/google/skills,
-#: skills/cloud/.../SKILL.md v1.0.1): ``active-node-maintenance=ONGOING`` while GKE stops the
-#: node's workloads for host maintenance; the taint ``impending-node-termination:NoSchedule``
-#: once GKE cordoned a node that is about to be terminated.
-ACTIVE_MAINTENANCE_LABEL = "cloud.google.com/active-node-maintenance"
-IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
+# The maintenance marks (ACTIVE_MAINTENANCE_LABEL, IMPENDING_TERMINATION_TAINT) are shared
+# with the diagnosis. "Manage disruption to GKE nodes that don't live migrate"
+# (cloud.google.com/kubernetes-engine/docs/concepts/handle-disruption-gpu-tpu) and Google's
+# GKE skill gke-ai-troubleshooting-handle-disruption-gpu-tpu (github.com/google/skills,
+# skills/cloud/.../SKILL.md v1.0.1): ``active-node-maintenance=ONGOING`` while GKE stops the
+# node's workloads for host maintenance; the taint ``impending-node-termination:NoSchedule``
+# once GKE cordoned a node that is about to be terminated.
 
 
 class MarkerKind(StrEnum):
