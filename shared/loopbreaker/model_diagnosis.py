@@ -157,6 +157,9 @@ class SuspectHost:
     #: ``reportHostAsFaulty``'s fault reason the evidence supports (a hardware-class Xid
     #: or an uncorrectable ECC/NVLink error: ``UNRECOVERABLE_GPU_ERROR``), else None.
     fault_reason: str | None = None
+    #: GKE's node health prediction label on its nodes, as (node, ``true``/``false``):
+    #: supporting evidence shown beside the failures, never a failure itself.
+    health_prediction: tuple[tuple[str, str], ...] = ()
 
     @property
     def gpu_faults(self) -> tuple[str, ...]:
@@ -175,6 +178,7 @@ class SuspectHost:
             "last_failure": format_rfc3339(self.last_failure) if self.last_failure else None,
             "fault_reason": self.fault_reason,
             "gpu_faults": list(self.gpu_faults),
+            "health_prediction": dict(self.health_prediction),
             "episodes": [
                 {
                     "node": e.node,

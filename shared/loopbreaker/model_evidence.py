@@ -38,6 +38,11 @@ TOPOLOGY_HOST_LABEL = "cloud.google.com/gce-topology-host"
 SCHEDULED_MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
 ACTIVE_MAINTENANCE_LABEL = "cloud.google.com/active-node-maintenance"
 IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
+#: GKE's node health prediction ("Enable node health prediction in a GKE cluster",
+#: https://docs.cloud.google.com/ai-hypercomputer/docs/workloads/enable-node-health-prediction):
+#: a CronJob sets it on every node every 10 minutes, ``true`` for a healthy node, ``false``
+#: for one whose GPUs are likely to degrade within five hours. A forecast, never a failure.
+HEALTH_PREDICTION_LABEL = "gke.google.com/recommended-to-run-large-training-workload"
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,8 @@ class NodeInfo:
     pressure: tuple[NodeCondition, ...] = ()
     #: Its host maintenance, None when nothing announces one.
     maintenance: NodeMaintenance | None = None
+    #: ``HEALTH_PREDICTION_LABEL`` as a bool; None when absent or neither true nor false.
+    recommended_for_training: bool | None = None
 
 
 @dataclass(frozen=True)

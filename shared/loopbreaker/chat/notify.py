@@ -324,9 +324,17 @@ def _host_rows(document: Mapping[str, Any]) -> tuple[Mapping[str, str], ...]:
                 "zone": str(suspect.get("zone") or ""),
                 "last_failure": str(suspect.get("last_failure") or ""),
                 "gpu_faults": "; ".join(str(f) for f in suspect.get("gpu_faults") or ()),
+                "health": _health(suspect.get("health_prediction")),
             }
         )
     return tuple(rows)
+
+
+def _health(value: object) -> str:
+    """GKE's node health prediction per node, as the card shows it beside the failures."""
+    if not isinstance(value, Mapping) or not value:
+        return ""
+    return "GKE health prediction " + ", ".join(f"{n}={v}" for n, v in value.items())
 
 
 def _excerpts(document: Mapping[str, Any]) -> tuple[str, ...]:

@@ -83,6 +83,7 @@ def slack_message(n: Notification) -> dict[str, Any]:
             + (f", {e(r['zone'])}" if r.get("zone") else "")
             + (f", last {e(r['last_failure'])}" if r.get("last_failure") else "")
             + (f", {e(r['gpu_faults'])}" if r.get("gpu_faults") else "")
+            + (f", {e(r['health'])}" if r.get("health") else "")
             for r in n.hosts
         ]
         blocks.append(_section("*Hosts and nodes*\n" + "\n".join(rows)))
@@ -201,6 +202,8 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
         rows = [
             f"<b>{h(r['host'])}</b>: {h(r['nodes'])}, {h(r['failures'])} failure(s)"
             + (f", {h(r['zone'])}" if r.get("zone") else "")
+            + (f", {h(r['gpu_faults'])}" if r.get("gpu_faults") else "")
+            + (f", {h(r['health'])}" if r.get("health") else "")
             for r in n.hosts
         ]
         sections.append(_chat_section("Hosts and nodes", "<br>".join(rows)))

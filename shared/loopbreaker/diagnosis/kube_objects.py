@@ -22,6 +22,7 @@ from loopbreaker.model import (
     Termination,
     WorkloadKind,
 )
+from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
 from loopbreaker.signals.classify import kubeflow_kind
 from loopbreaker.timeutil import parse_rfc3339
 
@@ -83,6 +84,9 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         instance_id=_instance_id(meta),
         pressure=_pressure(_map(obj.get("status"))),
         maintenance=maintenance.from_node(labels, _list(spec.get("taints"))),
+        recommended_for_training={"true": True, "false": False}.get(
+            labels.get(HEALTH_PREDICTION_LABEL, "").strip().lower()
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from loopbreaker.model import (
     SuspectHost,
     TicketDraft,
 )
+from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
 from loopbreaker.timeutil import format_rfc3339
 
 #: Log excerpts kept in a ticket: a summary, never whole logs.
@@ -60,6 +61,13 @@ def draft(
         summary += (
             f" GPU faults seen (NVIDIA's Xid catalog class in brackets): "
             f"{'; '.join(host.gpu_faults)}. Fault reason: {host.fault_reason}."
+        )
+    if host.health_prediction:
+        # GKE's own forecast (node health prediction label) beside the failures it saw.
+        named = ", ".join(f"{node}={value}" for node, value in host.health_prediction)
+        summary += (
+            f" GKE's node health prediction ({HEALTH_PREDICTION_LABEL}; false: GPUs likely "
+            f"to degrade within five hours): {named}."
         )
     if maintenance:
         # Support reads the host's failures beside Google's own planned work on the nodes.

@@ -25,6 +25,7 @@ from loopbreaker.model import (
     SignalKind,
     SuspectHost,
 )
+from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
 
 #: Signatures of GPU hardware faults (NVIDIA's driver and the CUDA runtime, catalog
 #: ``nvidia.toml``): the host's fault reason is then an unrecoverable GPU error.
@@ -245,6 +246,11 @@ def step3(
                 for e in sorted(host_episodes, key=lambda e: e.began)
             ),
             fault_reason=GPU_FAULT_REASON if any(e.reasons for e in host_episodes) else None,
+            health_prediction=tuple(
+                (i.name, "true" if i.recommended_for_training else "false")
+                for i in infos
+                if i.recommended_for_training is not None
+            ),
         )
         suspects.append(suspect)
         label = "physical host" if known else "node (no physical host id known)"
@@ -297,10 +303,63 @@ def step3(
             "A second failure of the same host",
             RootCause.FAULTY_HOST,
         )
+    _health_notes(
+        faulty, single, nodes, workload_nodes, th, notes, ev.source_of(EvidenceKind.NODES)
+    )
     not_ready_now = sorted(n.name for n in nodes.values() if n.ready is False)
     if not_ready_now:
         notes.add(3, f"Nodes not Ready now: {short_list(not_ready_now)}.")
     return Hosts(faulty, single, tuple(together))
+
+
+def _health_notes(
+    faulty: Sequence[SuspectHost],
+    single: Sequence[SuspectHost],
+    nodes: Mapping[str, NodeInfo],
+    workload_nodes: frozenset[str],
+    th: Thresholds,
+    notes: Notes,
+    source: str | None,
+) -> None:
+    """GKE's node health prediction as a hint: it supports a host's failures seen in the
+    window and never stands for one (a forecast of degradation is not a failure)."""
+    label = f"GKE's node health prediction ({HEALTH_PREDICTION_LABEL})"
+    on_suspects: set[str] = set()
+    for s in (*faulty, *single):
+        cause = RootCause.FAULTY_HOST if s.failures >= th.faulty_host_failures else None
+        gpu = f", beside the GPU faults seen ({'; '.join(s.gpu_faults)})" if s.gpu_faults else ""
+        for node, value in s.health_prediction:
+            on_suspects.add(node)
+            if value == "false":
+                notes.add(
+                    3,
+                    f"{label} is false on node {node}: GKE expects its GPUs to degrade within "
+                    f"five hours. Supports the {s.failures} failure(s) of host {s.host}{gpu}; "
+                    "it decides nothing alone.",
+                    cause or RootCause.HOST_ERROR,
+                    source=source,
+                )
+            else:
+                notes.add(
+                    3,
+                    f"{label} is true on node {node} (predicted healthy): a forecast, so the "
+                    f"{s.failures} failure(s) of host {s.host} seen count regardless.",
+                    supports=False,
+                    source=source,
+                )
+    flagged = sorted(
+        n
+        for n in workload_nodes - on_suspects
+        if n in nodes and nodes[n].recommended_for_training is False
+    )
+    if flagged:
+        notes.add(
+            3,
+            f"{label} is false on node(s) {short_list(flagged)} of the workload, but none of "
+            "them failed inside the window: a forecast, not a verdict.",
+            supports=False,
+            source=source,
+        )
 
 
 def _fault_name(sig: Signal) -> str:
