@@ -1,0 +1,156 @@
+"""The remediation's pure changes of the incident, and the Event each recorded step writes.
+
+No I/O: a change takes an incident and returns the changed one (or None: nothing to
+change), for ``IncidentStore.update``; ``support_case`` builds the support case body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from loopbreaker import incidents
+from loopbreaker.approval.requests import Approval
+from loopbreaker.incidents import Incident, State
+from loopbreaker.incidents.records import Outcome, RemediationRecord, Step, StepRecord
+from loopbreaker.timeutil import format_rfc3339
+
+ACTOR = "system:remediation"
+
+#: (step, outcome) -> (Event reason, action, warning?)
+_STEP_EVENTS: Mapping[tuple[Step, Outcome], tuple[str, str, bool]] = {
+    (Step.RECHECK, Outcome.FAILED): ("LoopbreakerRefused", "Recheck", True),
+    (Step.CORDON, Outcome.DONE): ("LoopbreakerCordoned", "Cordon", False),
+    (Step.CORDON, Outcome.FAILED): ("LoopbreakerCordonFailed", "Cordon", True),
+    (Step.DRAIN, Outcome.DONE): ("LoopbreakerDrained", "Drain", False),
+    (Step.DRAIN, Outcome.FAILED): ("LoopbreakerDrainFailed", "Drain", True),
+    (Step.DELETE_VM, Outcome.DONE): ("LoopbreakerVMDeleted", "DeleteVM", False),
+    (Step.DELETE_VM, Outcome.FAILED): ("LoopbreakerVMDeleteFailed", "DeleteVM", True),
+    (Step.REPORT_FAULTY, Outcome.DONE): ("LoopbreakerHostReported", "ReportHostAsFaulty", False),
+    (Step.REPORT_FAULTY, Outcome.FAILED): (
+        "LoopbreakerHostReportFailed",
+        "ReportHostAsFaulty",
+        True,
+    ),
+    (Step.SUPPORT_CASE, Outcome.DONE): ("LoopbreakerSupportCaseFiled", "SupportCase", False),
+    (Step.SUPPORT_CASE, Outcome.FAILED): ("LoopbreakerSupportCaseFailed", "SupportCase", True),
+}
+
+
+def step_event(step: StepRecord) -> tuple[str, str, bool] | None:
+    """The Event a recorded step writes on the node, if any (a passed re-check writes none)."""
+    if step.step is Step.DRAIN and "timed out" in step.detail:
+        return "LoopbreakerDrainTimedOut", "Drain", True
+    return _STEP_EVENTS.get((step.step, step.outcome))
+
+
+def claim(incident: Incident, request_id: str, now: datetime, lease: timedelta) -> Incident | None:
+    """Take (or, after a crashed delivery, re-take) the remediation lease; None if held."""
+    record = incident.remediation
+    if incident.state is State.APPROVED:
+        fresh = RemediationRecord(
+            request_id=request_id, dry_run=False, started_at=now, lease_until=now + lease
+        )
+        moved = incidents.transition(
+            incident, State.REMEDIATING, actor=ACTOR, at=now, note=f"remediation of {request_id}"
+        )
+        return replace(moved, remediation=fresh)
+    if incident.state is State.REMEDIATING and record is not None:
+        if record.lease_until is not None and record.lease_until > now:
+            return None
+        resumed = replace(record, lease_until=now + lease)
+        moved = incidents.transition(
+            incident, State.REMEDIATING, actor=ACTOR, at=now, note="resumed by a redelivery"
+        )
+        return replace(moved, remediation=resumed)
+    return None
+
+
+def release(incident: Incident) -> Incident | None:
+    """Give the remediation lease back (the steps done so far stay recorded)."""
+    if incident.state is not State.REMEDIATING or incident.remediation is None:
+        return None
+    return _with_record(incident, lambda r: replace(r, lease_until=None))
+
+
+def _with_record(
+    incident: Incident, change: Callable[[RemediationRecord], RemediationRecord]
+) -> Incident | None:
+    if incident.remediation is None:
+        return None
+    return replace(
+        incident, remediation=change(incident.remediation), revision=incident.revision + 1
+    )
+
+
+def add_step(incident: Incident, step: StepRecord) -> Incident | None:
+    updated = _with_record(incident, lambda r: r.with_step(step))
+    if updated is None:
+        return None
+    note = f"{step.step.value}: {step.outcome.value}: {step.detail}"
+    return incidents.append_audit(
+        updated, incidents.AuditEvent(step.at, ACTOR, incident.state, incident.state, note[:1000])
+    )
+
+
+def mark_drain_start(incident: Incident, at: datetime) -> Incident | None:
+    return _with_record(
+        incident, lambda r: r if r.drain_started_at else replace(r, drain_started_at=at)
+    )
+
+
+def mark_delete_sent(incident: Incident, request_id: str) -> Incident | None:
+    return _with_record(incident, lambda r: replace(r, delete_request_id=request_id))
+
+
+def mark_support_case(incident: Incident, name: str) -> Incident | None:
+    return _with_record(incident, lambda r: replace(r, support_case=name))
+
+
+def finish(incident: Incident, to: State, note: str, now: datetime) -> Incident | None:
+    if incident.state is not State.REMEDIATING:
+        return None
+    moved = incidents.transition(incident, to, actor=ACTOR, at=now, note=note)
+    if moved.remediation is None:
+        return moved
+    return replace(moved, remediation=replace(moved.remediation, finished_at=now, lease_until=None))
+
+
+def record_plan(
+    incident: Incident, record: RemediationRecord, summary: str, now: datetime
+) -> Incident | None:
+    if incident.state is not State.APPROVED:
+        return None
+    moved = incidents.transition(incident, State.APPROVED, actor=ACTOR, at=now, note=summary)
+    return replace(moved, remediation=record)
+
+
+def support_case(incident: Incident, approval: Approval) -> dict[str, Any]:
+    """The case body from the ticket draft (``displayName``, ``description``, ``priority``)."""
+    t = approval.target
+    draft: Mapping[str, Any] = (
+        incident.diagnosis.ticket_draft
+        if incident.diagnosis and incident.diagnosis.ticket_draft
+        else {}
+    )
+    lines = [
+        str(draft.get("summary") or f"Physical host {t.physical_host} failed repeatedly."),
+        "",
+        f"Physical host: {t.physical_host}",
+        f"Project: {t.project}  Zone: {t.zone}  Cluster: {t.cluster or '-'}  "
+        f"Node pool: {t.node_pool or '-'}",
+        f"VM: {t.instance} (id {t.instance_id}), node {t.node}",
+        f"Approved by {approval.actor} via {approval.platform.value} at "
+        f"{format_rfc3339(approval.at)}; the VM was isolated by loopbreaker "
+        f"(incident {incident.id}).",
+    ]
+    excerpts = [str(e) for e in draft.get("excerpts") or ()]
+    if excerpts:
+        lines += ["", "Log excerpts:", *excerpts]
+    return {
+        "displayName": str(draft.get("title") or f"GKE node host errors: {t.physical_host}"),
+        "description": "\n".join(lines),
+        "priority": "P2",
+    }
