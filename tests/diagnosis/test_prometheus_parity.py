@@ -116,10 +116,21 @@ def test_prometheus_url_matches_files(
     prometheus_factory: PrometheusFactory,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    spec = spec_of(scenario)
-    prom = prometheus_factory([scenario / "metrics.om"])
-    no_metrics = without(scenario, tmp_path, "metrics.om")
-    offline = diagnose_json(capsys, [*context_args(spec), "--telemetry", str(scenario)])
+    live_matches_files(scenario, spec_of(scenario), tmp_path, prometheus_factory, capsys)
+
+
+def live_matches_files(
+    files: Path,
+    spec: dict[str, Any],
+    tmp_path: Path,
+    prometheus_factory: PrometheusFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> dict[str, Any]:
+    """``files`` diagnosed offline and with its metrics.om served by a real Prometheus give
+    one verdict, the scenario's own; every metric came from Prometheus. The live output."""
+    prom = prometheus_factory([files / "metrics.om"])
+    no_metrics = without(files, tmp_path, "metrics.om")
+    offline = diagnose_json(capsys, [*context_args(spec), "--telemetry", str(files)])
     live = diagnose_json(
         capsys,
         [*context_args(spec), "--telemetry", str(no_metrics), "--prometheus-url", prom.url],
@@ -130,9 +141,10 @@ def test_prometheus_url_matches_files(
     assert live["remediation"]["path"] == expect["remediation_path"]
     # Every metric came from Prometheus, and the findings say so.
     step1 = live["steps"][0]
-    assert step1["status"] == "done"
+    assert step1["status"] == "done", step1
     assert any(s.startswith(f"prometheus:{prom.url}") for s in step1["sources"])
     assert not any("metrics.om" in s for step in live["steps"] for s in step["sources"])
+    return live
 
 
 def _static_token() -> GoogleCredentials:

@@ -57,7 +57,6 @@ __all__ = [
     "queries_for",
     "render",
     "scoped",
-    "selector",
     "templates_for",
 ]
 
@@ -550,12 +549,3 @@ def queries_for(context: Context, *, steps: Iterable[int] | None = None) -> tupl
         if (wanted is None or t.step in wanted)
         and t.vocabulary is not Vocabulary.KUBE_PROMETHEUS_STACK
     )
-
-
-def selector(kind: EvidenceKind, context: Context) -> str:
-    """The raw selector for one kind of metric evidence, filled from the context."""
-    text = RAW_SELECTORS[kind]
-    if kind is EvidenceKind.RESTARTS and context.workload_kind.kubeflow:
-        # Without a namespace, every namespace; the job's events attribute the restarts.
-        text = KUBEFLOW_RESTARTS_SELECTOR
-    return scoped(text, context)

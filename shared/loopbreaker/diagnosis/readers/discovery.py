@@ -71,14 +71,6 @@ class Discovery:
     refusals: dict[str, str] = field(default_factory=dict)
     requests: int = 0
 
-    def describe(self) -> str:
-        """One line for the source note: what was found."""
-        gke = any(mv.exporter(n) == mv.GKE_SYSTEM for n in self.names)
-        vocabulary = mv.Vocabulary.MANAGED if gke else mv.Vocabulary.KUBE_PROMETHEUS_STACK
-        labels = sorted({v for v in self.cluster_labels.values() if v})
-        cluster = f"cluster label {', '.join(labels)}" if labels else "no cluster label"
-        return f"{vocabulary.value} vocabulary, {cluster}"
-
     def choice(self, kind: EvidenceKind, context: Context) -> Choice:
         kubeflow = context.workload_kind.kubeflow
         found = mv.choose(kind, self.names, kubeflow=kubeflow)
