@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from fakes import FakeClock, FakeNotifier, FakeStore
+from test_alert_webhook import payload
 
 from loopbreaker.app import kubeflow_alerts
 from loopbreaker.app.alert_webhook import AlertWebhook
@@ -70,23 +71,6 @@ RAW_PYTORCH_ALERT = {
     "instance": "10.8.1.17:8080",
     **KPS,
 }
-
-
-def webhook_payload(*alerts_: dict[str, Any], status: str = "firing") -> bytes:
-    return json.dumps(
-        {
-            "receiver": "loopbreaker",
-            "status": status,
-            "alerts": list(alerts_),
-            "groupLabels": {"alertname": "x"},
-            "commonLabels": {"loopbreaker": "true"},
-            "commonAnnotations": {},
-            "externalURL": "http://alertmanager:9093",
-            "version": "4",
-            "groupKey": '{}/{loopbreaker="true"}:{alertname="x"}',
-            "truncatedAlerts": 0,
-        }
-    ).encode()
 
 
 def alert(
@@ -234,7 +218,7 @@ def settled(responder: Responder, clock: FakeClock, store: IncidentStore) -> Inc
 def test_a_kubeflow_restart_alert_names_the_jobs_namespace_and_kind(
     labels: dict[str, str], namespace: str, kind: str
 ) -> None:
-    [parsed] = alerts.parse(webhook_payload(alert(labels))).alerts
+    [parsed] = alerts.parse(payload(alert(labels))).alerts
     assert parsed.reason is None  # acted on, not ignored
     signal = parsed.signal
     assert signal is not None and signal.kind is SignalKind.JOB_RESTARTING
@@ -284,7 +268,7 @@ def test_a_cloud_monitoring_policy_on_the_counter_names_the_jobs_namespace() -> 
 
 def test_without_job_namespace_the_namespace_label_is_the_namespace() -> None:
     labels = {k: v for k, v in TFJOB_ALERT.items() if k != "job_namespace"}
-    [parsed] = alerts.parse(webhook_payload(alert(labels))).alerts
+    [parsed] = alerts.parse(payload(alert(labels))).alerts
     assert parsed.signal is not None and parsed.signal.namespace == NS
 
 
@@ -294,25 +278,23 @@ def test_without_job_namespace_the_namespace_label_is_the_namespace() -> None:
 def test_the_alert_opens_one_namespace_incident_and_redelivery_opens_none() -> None:
     store, clock = FakeStore(), FakeClock(T0)
     hook, _ = service(store, None, clock)
-    first = hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    first = hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     assert first.body["alerts"][0]["outcome"] == "accepted"
     [incident] = store.list_incidents()
     assert incident.key.scope is Scope.WORKLOAD and incident.key.name == f"{NS}/"
     assert incident.workload_kinds == ("tfjob",)
     # Alertmanager re-sends the group (repeat_interval, a retry): duplicates.
-    again = hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    again = hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     assert again.body["alerts"][0]["outcome"] == "duplicate"
     # The same alert firing anew joins the same incident; its resolution does too.
     later = alert(TFJOB_ALERT, starts="2026-05-20T08:20:00Z")
-    assert hook.handle(BEARER, webhook_payload(later)).body["alerts"][0]["incident_id"] == (
-        incident.id
-    )
+    assert hook.handle(BEARER, payload(later)).body["alerts"][0]["incident_id"] == (incident.id)
     resolved = alert(TFJOB_ALERT, status="resolved", ends="2026-05-20T08:40:00Z")
-    reply = hook.handle(BEARER, webhook_payload(resolved, status="resolved"))
+    reply = hook.handle(BEARER, payload(resolved, status="resolved"))
     assert reply.body["alerts"][0]["incident_id"] == incident.id
     assert [i.id for i in store.list_incidents()] == [incident.id]
     # Another namespace's PyTorchJob alert is another incident.
-    hook.handle(BEARER, webhook_payload(alert(PYTORCH_ALERT, fingerprint="99")))
+    hook.handle(BEARER, payload(alert(PYTORCH_ALERT, fingerprint="99")))
     assert sorted(i.key.name for i in store.list_incidents()) == [f"{NS}/", "team-pt/"]
 
 
@@ -327,7 +309,7 @@ def test_the_diagnosis_resolves_the_alert_to_the_tfjob_of_its_events(tmp_path: P
     ]
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, telemetry(tmp_path, logs), clock)
-    hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     incident = settled(responder, clock, store)
     assert incident.diagnosis is not None
     found = incident.diagnosis.document["kubeflow_alert"]
@@ -355,7 +337,7 @@ def test_several_jobs_are_each_named_and_diagnosed(tmp_path: Path) -> None:
     ]
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, telemetry(tmp_path, logs), clock)
-    hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     incident = settled(responder, clock, store)
     assert incident.diagnosis is not None
     jobs = incident.diagnosis.document["kubeflow_alert"]["jobs"]
@@ -379,7 +361,7 @@ def test_a_pytorchjob_is_resolved_from_its_failed_pod(tmp_path: Path) -> None:
     ]
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, telemetry(tmp_path, [], pods), clock)
-    hook.handle(BEARER, webhook_payload(alert(RAW_PYTORCH_ALERT)))
+    hook.handle(BEARER, payload(alert(RAW_PYTORCH_ALERT)))
     incident = settled(responder, clock, store)
     assert incident.key.name == "team-pt/"
     assert incident.diagnosis is not None
@@ -393,7 +375,7 @@ def test_a_pytorchjob_restart_event_names_its_job(tmp_path: Path) -> None:
     logs = [restart_event("PyTorchJob", "bert-pt", "team-pt", T0 - timedelta(minutes=4))]
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, telemetry(tmp_path, logs), clock)
-    hook.handle(BEARER, webhook_payload(alert(PYTORCH_ALERT)))
+    hook.handle(BEARER, payload(alert(PYTORCH_ALERT)))
     incident = settled(responder, clock, store)
     assert incident.diagnosis is not None
     [job] = incident.diagnosis.document["kubeflow_alert"]["jobs"]
@@ -412,7 +394,7 @@ def test_no_job_found_is_said_plainly_and_nothing_is_guessed(tmp_path: Path) -> 
     ]
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, telemetry(tmp_path, logs), clock)
-    hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     incident = settled(responder, clock, store)
     diagnosis = incident.diagnosis
     assert diagnosis is not None
@@ -431,7 +413,7 @@ def test_no_job_found_is_said_plainly_and_nothing_is_guessed(tmp_path: Path) -> 
 def test_with_no_telemetry_at_all_the_incident_says_what_was_not_read() -> None:
     store, clock = FakeStore(), FakeClock(T0)
     hook, responder = service(store, None, clock)
-    hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     incident = settled(responder, clock, store)
     assert incident.diagnosis is not None
     assert "no job could be named" in incident.diagnosis.summary
@@ -448,7 +430,7 @@ def test_the_log_sinks_events_name_the_job_when_no_telemetry_does() -> None:
         assert responder.handle_entry(f"m{n}", entry).status.value == "accepted"
     # Another namespace's job incident is not this alert's.
     responder.handle_entry("m9", restart_event("TFJob", "x", "team-b", T0))
-    hook.handle(BEARER, webhook_payload(alert(TFJOB_ALERT)))
+    hook.handle(BEARER, payload(alert(TFJOB_ALERT)))
     clock.advance(minutes=10)
     assert not responder.settle().failed
     by_name = {i.key.name: i for i in store.list_incidents()}
@@ -466,7 +448,7 @@ def test_the_kinds_come_from_the_signals_when_the_head_has_none() -> None:
 
     store, clock = FakeStore(), FakeClock(T0)
     hook, _ = service(store, None, clock)
-    hook.handle(BEARER, webhook_payload(alert(PYTORCH_ALERT)))
+    hook.handle(BEARER, payload(alert(PYTORCH_ALERT)))
     [incident] = store.list_incidents()
     bare = replace(incident, workload_kinds=())
     assert kubeflow_alerts.namespace_incident(bare)
