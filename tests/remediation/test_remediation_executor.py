@@ -22,7 +22,7 @@ from fakeservers.base import Fault
 
 from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import Incident, State
-from loopbreaker.incidents.records import Outcome, Step
+from loopbreaker.incidents.records_remediation import Outcome, Step
 from loopbreaker.remediation.rules import DrainMode, HostAction, RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)

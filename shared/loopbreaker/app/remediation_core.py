@@ -23,7 +23,7 @@ from loopbreaker.chat import notify
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.errors import ActionFailed, InvalidInput, TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State
-from loopbreaker.incidents.records import Outcome, Step, StepRecord
+from loopbreaker.incidents.records_remediation import Outcome, Step, StepRecord
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.actuators import (

@@ -56,7 +56,7 @@ from loopbreaker.app.remediation_steps import INVOCATION_BUDGET, RemediationStep
 from loopbreaker.approval.requests import Approval
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State
-from loopbreaker.incidents.records import Outcome, RemediationRecord, Step, StepRecord
+from loopbreaker.incidents.records_remediation import Outcome, RemediationRecord, Step, StepRecord
 from loopbreaker.logs import event
 from loopbreaker.remediation.rules import (
     REMEDIATION_LEASE,

@@ -14,7 +14,7 @@ from typing import Any
 from loopbreaker import incidents
 from loopbreaker.approval.requests import Approval
 from loopbreaker.incidents import Incident, State
-from loopbreaker.incidents.records import Outcome, RemediationRecord, Step, StepRecord
+from loopbreaker.incidents.records_remediation import Outcome, RemediationRecord, Step, StepRecord
 from loopbreaker.timeutil import format_rfc3339
 
 ACTOR = "system:remediation"

@@ -17,7 +17,7 @@ from loopbreaker.app.remediation_records import (
 from loopbreaker.approval.requests import Approval
 from loopbreaker.errors import ActionFailed, TransientError
 from loopbreaker.incidents import Incident
-from loopbreaker.incidents.records import Outcome, Step
+from loopbreaker.incidents.records_remediation import Outcome, Step
 from loopbreaker.remediation.actuators import Eviction
 from loopbreaker.remediation.rules import (
     POOL_LABEL,

@@ -119,7 +119,6 @@ from loopbreaker.incidents.records import (
     HOST_FAILURE_MERGE,
     INDEX_RETENTION,
     MAX_NAMES,
-    MAX_PAUSE_REASON,
     SYSTEM_ACTOR,
     TRANSITIONS,
     AuditEvent,
@@ -127,18 +126,21 @@ from loopbreaker.incidents.records import (
     IllegalTransition,
     Incident,
     IncidentKey,
-    Outcome,
-    PauseRecord,
     Policy,
-    RemediationRecord,
     Scope,
     State,
+    evolve,
+)
+from loopbreaker.incidents.records_remediation import (
+    MAX_PAUSE_REASON,
+    Outcome,
+    PauseRecord,
+    RemediationRecord,
     Step,
     StepRecord,
     Verdict,
     VerificationRecord,
     digest,
-    evolve,
     new_pause,
 )
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
-from loopbreaker.incidents.records import HOST_FAILURE_MERGE, Incident, Scope, digest
+from loopbreaker.incidents.records import HOST_FAILURE_MERGE, Incident, Scope
+from loopbreaker.incidents.records_remediation import digest
 from loopbreaker.model import (
     DEFAULT_WINDOW,
     HOST_FAULT_KINDS,

@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from loopbreaker.incidents.records import CLUSTER_SCOPES, IncidentKey, Scope, digest
+from loopbreaker.incidents.records import CLUSTER_SCOPES, IncidentKey, Scope
+from loopbreaker.incidents.records_remediation import digest
 from loopbreaker.model import (
     ACCELERATOR_MEMORY_KINDS,
     HOST_FAULT_KINDS,

@@ -27,12 +27,10 @@ from loopbreaker.incidents.records import (
     DiagnosisRecord,
     IllegalTransition,
     Incident,
-    PauseRecord,
     Policy,
     State,
-    Verdict,
-    VerificationRecord,
 )
+from loopbreaker.incidents.records_remediation import PauseRecord, Verdict, VerificationRecord
 from loopbreaker.timeutil import format_rfc3339
 
 
