@@ -47,9 +47,12 @@ def chat_settings(**extra: str) -> Settings:
     return load_settings({**CHAT_ENV, **extra})
 
 
-def make_faulty_store(path: Path) -> Incident:
-    """Replay the faulty-host scenario into a SQLite store at ``path``; its incident."""
-    replay.run([FAULTY / "logs.json"], settings=chat_settings(), telemetry=FAULTY, store_path=path)
+def make_faulty_store(path: Path, scenario: Path = FAULTY, **env: str) -> Incident:
+    """Replay a faulty-host scenario (the bundled ``faulty-host`` by default) into a SQLite
+    store at ``path`` under the chat settings plus ``env``; its incident."""
+    replay.run(
+        [scenario / "logs.json"], settings=chat_settings(**env), telemetry=scenario, store_path=path
+    )
     store = SqliteStore(path)
     try:
         [incident] = store.list_incidents(states={State.AWAITING_APPROVAL})

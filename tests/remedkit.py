@@ -21,6 +21,7 @@ import chatkit as K
 from fakes import FakeClock, FakeNotifier, FakeQueue, RecordingSleep
 from fakeservers.cluster import ClusterServer
 from fakeservers.compute_ops import ComputeOpsServer
+from fakeservers.gke_repair import GkeClusterServer
 from fakeservers.kube import write_kubeconfig
 from fakeservers.support import SupportServer
 from google.auth.credentials import AnonymousCredentials
@@ -28,6 +29,7 @@ from google.auth.credentials import AnonymousCredentials
 from loopbreaker.app.bootstrap import build_actuators, build_chat_actions, build_remediator
 from loopbreaker.app.remediation_executor import Remediator
 from loopbreaker.app.settings import Settings
+from loopbreaker.approval.requests import Target
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.sqlite import SqliteStore
@@ -38,11 +40,16 @@ PROJECT = "customer-ai-project-123"
 ZONE = "us-east5-a"
 INSTANCE_ID = "5464165239889847435"
 HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
+#: An A3 High JobSet whose GPU reports an uncorrectable ECC error twice (Xid 48 then 63): a
+#: node GKE's report-and-replace takes (a3-highgpu-8g, GKE v1.32.4-gke.1767000).
+A3 = K.ROOT / "examples" / "telemetry" / "gpu-xid-hardware-twice"
 
 
-def approve_faulty(path: Path) -> tuple[Incident, dict[str, Any]]:
+def approve_faulty(
+    path: Path, scenario: Path = K.FAULTY, **env: str
+) -> tuple[Incident, dict[str, Any]]:
     """A store at ``path`` with the approved faulty-host incident; its remediation request."""
-    incident = K.make_faulty_store(path)
+    incident = K.make_faulty_store(path, scenario, **env)
     store = SqliteStore(path)
     queue = FakeQueue()
     clock = FakeClock(K.click_time(incident))
@@ -122,6 +129,11 @@ class Lab:
         return found
 
 
+def mutations(lab: Lab) -> list[str]:
+    """Every mutating request the Kubernetes server saw, as ``METHOD path``."""
+    return [f"{m} {p}" for m, p in lab.kube.mutations]
+
+
 def physical_host(nodes: list[dict[str, Any]], name: str = NODE) -> str:
     """``resourceStatus.physicalHost`` as Compute Engine v1 documents it for VMs with a
     topology: ``/blockId/subBlockId/hostId``, the parts GKE copies onto the node labels."""
@@ -146,4 +158,50 @@ def lab(store_path: Path, clock: FakeClock, tmp: Path) -> Iterator[Lab]:
         stack.callback(store.close)
         yield Lab(
             kube, compute, support, kubeconfig, store, clock, FakeNotifier(), RecordingSleep()
+        )
+
+
+class ClockSleep(RecordingSleep):
+    """A sleep that moves the lab's clock, so waits and timeouts pass as they would."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self._clock = clock
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        self._clock.advance(seconds=seconds)
+
+
+@contextmanager
+def gke_lab(
+    store_path: Path,
+    clock: FakeClock,
+    tmp: Path,
+    target: Target,
+    *,
+    provisioning_model: str = "RESERVATION_BOUND",
+) -> Iterator[Lab]:
+    """The A3 scenario's cluster, with GKE's report-and-replace, and the target's VM."""
+    nodes = json.loads((A3 / "nodes.json").read_text())["items"]
+    pods = json.loads((A3 / "pods.json").read_text())["items"]
+    record = {
+        "id": target.instance_id,
+        "physicalHost": physical_host(nodes, target.node),
+        "machineType": f"zones/{target.zone}/machineTypes/a3-highgpu-8g",
+        "scheduling": {"provisioningModel": provisioning_model},
+    }
+    with ExitStack() as stack:
+        compute = stack.enter_context(
+            ComputeOpsServer({(target.project, target.zone, target.instance): record})
+        )
+        kube = stack.enter_context(
+            GkeClusterServer(nodes, pods, compute=compute, project=target.project, zone=target.zone)
+        )
+        support = stack.enter_context(SupportServer())
+        kubeconfig = write_kubeconfig(tmp / "kubeconfig", kube.url)
+        store = SqliteStore(store_path)
+        stack.callback(store.close)
+        yield Lab(
+            kube, compute, support, kubeconfig, store, clock, FakeNotifier(), ClockSleep(clock)
         )

@@ -60,6 +60,8 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_DEDUP_RETENTION    = var.dedup_retention
           LOOPBREAKER_LOG_LEVEL          = var.log_level
           LOOPBREAKER_WORKLOAD_KIND      = var.workload_kind
+          # on_schedule names the path when it asks for approval; the executor follows it.
+          LOOPBREAKER_REPAIR_PATH = var.repair_path
           # Only the functions that post to chat get the chat notifier; the others log.
           LOOPBREAKER_NOTIFIER = each.value.notifies ? var.notifier : "log"
         },
@@ -96,7 +98,7 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_NODE_POOLS                  = join(",", var.node_pools)
           LOOPBREAKER_DRAIN_MODE                  = var.drain_mode
           LOOPBREAKER_DRAIN_TIMEOUT               = var.drain_timeout
-          LOOPBREAKER_HOST_ACTION                 = var.host_action
+          LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE  = var.report_disruption_schedule
           LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS = join(",", var.foreign_remediation_markers)
           LOOPBREAKER_SUPPORT_PARENT              = var.support_parent
           LOOPBREAKER_SUPPORT_CLASSIFICATION      = var.support_classification

@@ -105,18 +105,20 @@ locals {
     "container.nodes.get"        = true
     "container.nodes.list"       = true
     "container.nodes.update"     = true
-    "container.pods.evict"       = true
-    "container.pods.list"        = true
-    "container.pods.delete"      = var.drain_mode == "delete-after-timeout"
+    # The gke path leaves the eviction to GKE's report-and-replace.
+    "container.pods.evict"  = var.repair_path != "gke"
+    "container.pods.list"   = true
+    "container.pods.delete" = var.drain_mode == "delete-after-timeout"
     # An events.k8s.io/v1 Event on the node for every step taken or refused.
     "container.events.create" = true
   }
-  # On the VM it re-reads it, then either deletes it (host_action = "delete") or reports
-  # its host as faulty (host_action = "report-faulty"), never both.
+  # On the VM it re-reads it (the gke path: whether it is reservation-bound), then deletes
+  # it (repair_path "delete", or "auto" where GKE's report-and-replace does not apply) or
+  # reports its host as faulty ("report"), never both; on the gke path GKE reports it.
   remediation_vm_permissions = {
     "compute.instances.get"                = true
-    "compute.instances.delete"             = var.host_action == "delete"
-    "compute.instances.reportHostAsFaulty" = var.host_action == "report-faulty"
+    "compute.instances.delete"             = contains(["auto", "delete"], var.repair_path)
+    "compute.instances.reportHostAsFaulty" = var.repair_path == "report"
   }
   # IAM conditions see a Compute Engine instance as projects/P/zones/Z/instances/NAME; GKE
   # names every node VM gke-<cluster>-<pool>-<hash>-<suffix>.

@@ -72,7 +72,7 @@ resource "google_logging_metric" "remediation_steps" {
     labels {
       key         = "step"
       value_type  = "STRING"
-      description = "recheck, cordon, drain, delete_vm, report_host_faulty or support_case."
+      description = "recheck, cordon, drain, delete_vm, report_host_faulty, hand_to_gke, await_gke or support_case."
     }
     labels {
       key         = "outcome"

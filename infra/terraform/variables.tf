@@ -130,7 +130,7 @@ variable "dry_run" {
 
 variable "enable_alertmanager_webhook" {
   type        = bool
-  description = "Whether to deploy on_alertmanager_webhook, the HTTP endpoint for Alertmanager (deploy/prometheus/alertmanager-receiver.yaml) and Cloud Monitoring webhook channels; it accepts the alert-webhook-token secret as a bearer token."
+  description = "Whether to deploy on_alertmanager_webhook, the HTTP endpoint for Alertmanager (deploy/prometheus/alertmanager-config.yaml, docs/prometheus.md) and Cloud Monitoring webhook channels; it accepts the alert-webhook-token secret as a bearer token."
   default     = false
 }
 
@@ -193,17 +193,6 @@ variable "grouping_window" {
   validation {
     condition     = can(regex("^[0-9]+(\\.[0-9]+)?(ms|s|m|h|d)$", var.grouping_window))
     error_message = "grouping_window must be a duration with a unit, such as 30m."
-  }
-}
-
-variable "host_action" {
-  type        = string
-  description = "What remediation does to the bad host's VM: delete, or report-faulty (LOOPBREAKER_HOST_ACTION); grants compute.instances.delete or compute.instances.reportHostAsFaulty, not both."
-  default     = "delete"
-
-  validation {
-    condition     = contains(["delete", "report-faulty"], var.host_action)
-    error_message = "host_action must be delete or report-faulty."
   }
 }
 
@@ -425,6 +414,28 @@ variable "region" {
   validation {
     condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
     error_message = "region must be a region such as us-central1."
+  }
+}
+
+variable "repair_path" {
+  type        = string
+  description = "How an approved bad host is repaired (LOOPBREAKER_REPAIR_PATH): auto (GKE's report-and-replace where the node qualifies, else delete), gke, report (reportHostAsFaulty) or delete. Grants compute.instances.delete for auto and delete, compute.instances.reportHostAsFaulty for report, neither for gke; gke needs no pods.evict either."
+  default     = "auto"
+
+  validation {
+    condition     = contains(["auto", "gke", "report", "delete"], var.repair_path)
+    error_message = "repair_path must be auto, gke, report or delete."
+  }
+}
+
+variable "report_disruption_schedule" {
+  type        = string
+  description = "reportHostAsFaulty's disruption schedule on the report path: immediate or future (LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE)."
+  default     = "immediate"
+
+  validation {
+    condition     = contains(["immediate", "future"], var.report_disruption_schedule)
+    error_message = "report_disruption_schedule must be immediate or future."
   }
 }
 

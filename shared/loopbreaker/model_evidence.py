@@ -43,6 +43,12 @@ IMPENDING_TERMINATION_TAINT = "cloud.google.com/impending-node-termination"
 #: a CronJob sets it on every node every 10 minutes, ``true`` for a healthy node, ``false``
 #: for one whose GPUs are likely to degrade within five hours. A forecast, never a failure.
 HEALTH_PREDICTION_LABEL = "gke.google.com/recommended-to-run-large-training-workload"
+#: The well-known label the kubelet sets to the VM's machine type.
+MACHINE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+#: GKE's label on nodes that consume a specific reservation (the nodeSelector of
+#: "Consuming reserved zonal resources", cloud.google.com/kubernetes-engine/docs/how-to/
+#: consuming-reservations).
+RESERVATION_LABEL = "cloud.google.com/reservation-name"
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,12 @@ class NodeInfo:
     maintenance: NodeMaintenance | None = None
     #: ``HEALTH_PREDICTION_LABEL`` as a bool; None when absent or neither true nor false.
     recommended_for_training: bool | None = None
+    #: ``node.kubernetes.io/instance-type`` (the VM's machine type).
+    machine_type: str | None = None
+    #: ``status.nodeInfo.kubeletVersion`` (``v1.32.3-gke.1057001`` on GKE).
+    kubelet_version: str | None = None
+    #: The reservation GKE's ``cloud.google.com/reservation-name`` label names.
+    reservation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,10 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_NODE_POOLS": "tpu-pool, gpu-pool",
         "LOOPBREAKER_DRAIN_MODE": "delete-after-timeout",
         "LOOPBREAKER_DRAIN_TIMEOUT": "20m",
-        "LOOPBREAKER_HOST_ACTION": "report-faulty",
+        "LOOPBREAKER_REPAIR_PATH": "Report",
+        "LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE": "future",
+        "LOOPBREAKER_GKE_REPAIR_TIMEOUT": "1h",
+        "LOOPBREAKER_GKE_REPAIR_STALL": "30m",
         "LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS": (
             "NVSentinel:label:dgxc.nvidia.com/nvsentinel-state, taint:example.com/repair=on"
         ),
@@ -138,7 +141,9 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     p = r.policy
     assert (p.dry_run, p.max_deletions_per_hour, p.max_unready_share) == (False, 3, 0.25)
     assert p.node_pools == {"tpu-pool", "gpu-pool"} and p.drain_timeout == timedelta(minutes=20)
-    assert (p.drain_mode.value, p.host_action.value) == ("delete-after-timeout", "report-faulty")
+    assert (p.drain_mode.value, p.repair.value) == ("delete-after-timeout", "report")
+    assert p.disruption_schedule.value == "FUTURE"
+    assert (p.gke_repair_timeout, p.gke_repair_stall) == (timedelta(hours=1), timedelta(minutes=30))
     assert [(m.system, str(m)) for m in p.foreign_markers] == [
         ("NVSentinel", "label dgxc.nvidia.com/nvsentinel-state"),
         (None, "taint example.com/repair=on"),
@@ -152,8 +157,9 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert (prom.cluster_label, prom.username) == ("none", "loopbreaker")
     assert prom.password is not None and prom.password.get() == "prom-pass-0123"
     assert "prom-pass" not in repr(s)
-    # The bearer token excludes basic auth: test_settings_prometheus.py parses it.
-    exclusive = {"LOOPBREAKER_PROMETHEUS_BEARER_TOKEN"}
+    # The bearer token excludes basic auth: test_settings_prometheus.py parses it. The old
+    # name of REPAIR_PATH excludes it: parsed below.
+    exclusive = {"LOOPBREAKER_PROMETHEUS_BEARER_TOKEN", "LOOPBREAKER_HOST_ACTION"}
     documented = {v.name for v in S.VARIABLES if "<" not in v.name}
     assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"} | exclusive
 
@@ -186,6 +192,11 @@ def test_the_project_falls_back_on_google_cloud_project() -> None:
         ("LOG_LEVEL", "LOUD"),
         ("COLLECTION_PREFIX", "9bad/prefix"),
         ("FOREIGN_REMEDIATION_MARKERS", "node:dgxc.nvidia.com/nvsentinel-state"),
+        ("REPAIR_PATH", "replace"),
+        ("REPORT_DISRUPTION_SCHEDULE", "later"),
+        ("GKE_REPAIR_TIMEOUT", "forever"),
+        ("GKE_REPAIR_STALL", "2h"),  # longer than the 45m timeout
+        ("HOST_ACTION", "recreate"),
     ],
 )
 def test_a_bad_value_names_the_variable(name: str, value: str) -> None:
@@ -340,3 +351,17 @@ def test_a_safety_setting_out_of_range_stops_the_start(name: str, bad: str, good
     load_settings({**base, name: good}, runtime=Runtime.LOCAL)  # the edge itself is fine
     with pytest.raises(ConfigError, match=name):
         load_settings({**base, name: bad}, runtime=Runtime.LOCAL)
+
+
+@pytest.mark.parametrize(
+    ("legacy", "path"), [("delete", "delete"), ("report-faulty", "report"), (None, "auto")]
+)
+def test_the_old_host_action_still_chooses_its_path(legacy: str | None, path: str) -> None:
+    env = {"LOOPBREAKER_HOST_ACTION": legacy} if legacy else {}
+    assert load_settings(env).remediation.policy.repair.value == path
+
+
+def test_the_old_and_the_new_repair_setting_together_are_refused() -> None:
+    env = {"LOOPBREAKER_HOST_ACTION": "delete", "LOOPBREAKER_REPAIR_PATH": "gke"}
+    with pytest.raises(ConfigError, match="old name of LOOPBREAKER_REPAIR_PATH"):
+        load_settings(env)

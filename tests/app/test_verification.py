@@ -24,6 +24,7 @@ from loopbreaker import incidents
 from loopbreaker.app.bootstrap import build_responder
 from loopbreaker.app.remediation_executor import Result
 from loopbreaker.app.responder import Responder
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.incidents import Arrival, Incident, Policy, State, Verdict
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.model import (
@@ -241,3 +242,28 @@ def test_a_restart_elsewhere_opens_a_new_linked_incident(
     assert done.verified == [incident.id]
     assert watch.current().verification.other_incident == other  # type: ignore[union-attr]
     json.dumps(watch.current().to_dict())
+
+
+def test_gke_repairing_the_host_in_place_is_the_outcome_not_a_recurrence(
+    store: IncidentStore, remediated: Incident
+) -> None:
+    """A3 Mega and A3 High come back on the same, repaired host ("Report faulty hosts"): on
+    the gke path that is the repair itself, and the verdict rests on the restarts since."""
+    approval = remediated.approval
+    assert approval is not None
+    gke = replace(approval, target=replace(approval.target, repair_path=RepairPath.GKE))
+    incident = seed(store, replace(remediated, approval=gke))
+    check = incident.verification
+    assert check is not None
+    flat = restarts(check.since, [(-30, 8), (5, 8), (125, 8)])
+    # The same VM (its id unchanged), on the same host, restarted by GKE after the repair.
+    same = evidence(flat, vm_id=R.INSTANCE_ID, vm_host=f"/b1/sb2/{R.HOST}")
+    watch = Watch(store, incident, same)
+    assert watch.at(10).recurred == []
+    minutes = (check.until - check.since).total_seconds() / 60 + 1
+    assert watch.at(minutes).verified == [incident.id]
+    final = watch.current()
+    assert final.state is State.VERIFIED
+    assert f"after GKE's report-and-replace, node {R.NODE} runs on host {R.HOST} again" in (
+        final.audit[-1].note
+    )

@@ -11,6 +11,7 @@ from builders import ctx
 from chatkit import tamper
 
 from loopbreaker import incidents
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.approval.requests import (
     MAX_TOKEN_LENGTH,
     ActionRequest,
@@ -221,7 +222,11 @@ def test_the_target_is_the_node_that_failed_last_with_its_numeric_id() -> None:
         nodes,
         cluster="tpu-cluster-prod",
     )
-    assert choice.target == TARGET and choice.reason is None
+    assert choice.reason is None and choice.target is not None
+    # No machine type or GKE version is known: GKE's report-and-replace cannot be chosen.
+    assert choice.target.repair_path is RepairPath.DELETE
+    assert "machine type is unknown" in (choice.target.repair_why or "")
+    assert replace(choice.target, repair_path=None, repair_why=None) == TARGET
 
 
 def test_the_numeric_id_may_come_from_the_incidents_audit_entries() -> None:

@@ -98,3 +98,28 @@ def test_unknown_ids_and_both_modes_are_refused(
     with pytest.raises(SystemExit) as exited:
         main(["remediate", "inc-x", "--dry-run", "--no-dry-run"])
     assert exited.value.code == 2
+
+
+def test_the_dry_run_of_a_gke_path_names_the_path_and_plans_one_label(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An A3 node's approval is for GKE's report-and-replace: the text plan says so."""
+    incident, _ = R.approve_faulty(tmp_path / "incidents.sqlite", R.A3)
+    assert incident.approval is not None
+    target = incident.approval.target
+    clock = FakeClock(incident.approval.at)
+    with R.gke_lab(tmp_path / "incidents.sqlite", clock, tmp_path, target) as lab:
+        argv = ["remediate", incident.id, "--store", lab.store.path, "--dry-run"]
+        argv += ["--kubeconfig", str(lab.kubeconfig), "--compute-endpoint", lab.compute.url]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f"Dry-run remediation plan of {incident.id}: planned" in out
+        assert "dry run, repair path gke:" in out
+        assert "repair path gke (hand the node to GKE's report-and-replace)" in out
+        assert (
+            f"PATCH /api/v1/nodes/{target.node} labels cloud.google.com/fault-behavior=XID" in out
+        )
+        assert "evict" not in out.split("hand_to_gke", 1)[1].split("await_gke", 1)[0].lower() or (
+            "loopbreaker evicts and deletes nothing" in out
+        )
+        assert lab.kube.mutations == [] and lab.compute.fault_reports == []

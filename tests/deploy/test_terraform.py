@@ -108,9 +108,9 @@ def entries(table: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(expression: Any, var: dict[str, Any], local: dict[str, Any]) -> Any:
-    """A guard of a ``local`` table (``var.host_action == "delete"``) for these inputs.
+    """A guard of a ``local`` table (``var.repair_path == "report"``) for these inputs.
 
-    The guards use comparisons, ``&&``, ``||``, ``!``, ``length``, ``anytrue`` and
+    The guards use comparisons, ``&&``, ``||``, ``!``, ``length``, ``contains``, ``anytrue`` and
     ``values`` only, which read the same in Python once the operators are spelled out.
     """
     if not isinstance(expression, str):
@@ -127,6 +127,7 @@ def evaluate(expression: Any, var: dict[str, Any], local: dict[str, Any]) -> Any
         "local": SimpleNamespace(**local),
         "length": len,
         "anytrue": any,
+        "contains": lambda items, item: item in items,
         "values": lambda mapping: list(mapping.values()),
     }
     return eval(code, {"__builtins__": {}}, namespace)  # noqa: S307 - our own .tf guards
@@ -428,13 +429,21 @@ def test_the_pubsub_service_agent_is_created_and_granted_what_dead_letters_need(
 # --- grants ------------------------------------------------------------------------------
 
 
-def test_each_host_action_grants_its_own_vm_permission_and_not_the_other(
+def test_each_repair_path_grants_its_own_vm_permission_and_not_the_others(
     module: dict[str, Any],
 ) -> None:
-    delete = chosen(module, "remediation_vm_permissions", host_action="delete")
-    report = chosen(module, "remediation_vm_permissions", host_action="report-faulty")
-    assert delete == {"compute.instances.get", "compute.instances.delete"}
-    assert report == {"compute.instances.get", "compute.instances.reportHostAsFaulty"}
+    def vm(path: str) -> set[str]:
+        return chosen(module, "remediation_vm_permissions", repair_path=path)
+
+    delete = {"compute.instances.get", "compute.instances.delete"}
+    assert vm("delete") == delete
+    # auto falls back to the deletion where GKE's report-and-replace does not apply.
+    assert vm("auto") == delete
+    assert vm("report") == {"compute.instances.get", "compute.instances.reportHostAsFaulty"}
+    # GKE reports the host itself: loopbreaker only reads the VM.
+    assert vm("gke") == {"compute.instances.get"}
+    gke = chosen(module, "remediation_permissions", repair_path="gke")
+    assert "container.pods.evict" not in gke and "container.nodes.update" in gke
     wait = chosen(module, "remediation_permissions", drain_mode="wait")
     forced = chosen(module, "remediation_permissions", drain_mode="delete-after-timeout")
     assert "container.pods.delete" not in wait

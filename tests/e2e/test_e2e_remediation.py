@@ -14,7 +14,8 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +26,8 @@ import pytest
 import remedkit as R
 from fakes import FakeClock
 
-from loopbreaker.incidents import State
+from loopbreaker.approval.repair import RepairPath
+from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,18 +81,11 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 60.0) -> Non
         time.sleep(0.2)
 
 
-def test_approve_in_chat_then_remediate_dry_run_and_live(
-    pubsub_emulator: Any,
-    function_server_factory: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
+@contextmanager
+def remediation_topic(pubsub_emulator: Any) -> Iterator[tuple[str, Relay]]:
+    """A remediation topic on the emulator whose push subscription delivers to a relay."""
     from google.cloud import pubsub_v1
 
-    for name, value in pubsub_emulator.env.items():
-        monkeypatch.setenv(name, value)
-    store_path = tmp_path / "incidents.sqlite"
-    incident = K.make_faulty_store(store_path)
     suffix = uuid.uuid4().hex[:8]
     topic = f"projects/{pubsub_emulator.project}/topics/remediation-{suffix}"
     subscription = f"projects/{pubsub_emulator.project}/subscriptions/push-{suffix}"
@@ -105,40 +100,72 @@ def test_approve_in_chat_then_remediate_dry_run_and_live(
             "ack_deadline_seconds": 30,
         }
     )
-    with R.lab(store_path, FakeClock(datetime.now(UTC)), tmp_path) as lab:
+    try:
+        yield topic, relay
+    finally:
+        subscriber.delete_subscription(request={"subscription": subscription})
+        publisher.delete_topic(request={"topic": topic})
+        relay.close()
+
+
+def function_env(store_path: Path, lab: R.Lab, topic: str, emulator: Any) -> dict[str, str]:
+    return {
+        **K.CHAT_ENV,
+        **emulator.env,
+        "LOOPBREAKER_STORE": f"sqlite:{store_path}",
+        "LOOPBREAKER_LIVE_SOURCES": "false",
+        "LOOPBREAKER_REMEDIATION_TOPIC": topic,
+        "LOOPBREAKER_KUBECONFIG": str(lab.kubeconfig),
+        "LOOPBREAKER_COMPUTE_ENDPOINT": lab.compute.url,
+        "LOOPBREAKER_SUPPORT_PARENT": f"projects/{R.PROJECT}",
+        "LOOPBREAKER_SUPPORT_ENDPOINT": lab.support.url,
+    }
+
+
+def stored(store_path: Path, incident_id: str) -> Incident | None:
+    store = SqliteStore(store_path)
+    try:
+        return store.get(incident_id)
+    finally:
+        store.close()
+
+
+def approve(chat: Any, incident: Incident) -> None:
+    """A signed Slack click on the served on_chat_action."""
+    headers, body = K.slack_request(K.slack_payload(K.token_of(incident)), datetime.now(UTC))
+    assert post(chat.url, body, headers) == 200, chat.log()[-2000:]
+
+
+def test_approve_in_chat_then_remediate_dry_run_and_live(
+    pubsub_emulator: Any,
+    function_server_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    for name, value in pubsub_emulator.env.items():
+        monkeypatch.setenv(name, value)
+    store_path = tmp_path / "incidents.sqlite"
+    incident = K.make_faulty_store(store_path)
+    with (
+        remediation_topic(pubsub_emulator) as (topic, relay),
+        R.lab(store_path, FakeClock(datetime.now(UTC)), tmp_path) as lab,
+    ):
         lab.store.close()  # the functions open the store themselves
-        env = {
-            **K.CHAT_ENV,
-            **pubsub_emulator.env,
-            "LOOPBREAKER_STORE": f"sqlite:{store_path}",
-            "LOOPBREAKER_LIVE_SOURCES": "false",
-            "LOOPBREAKER_REMEDIATION_TOPIC": topic,
-            "LOOPBREAKER_KUBECONFIG": str(lab.kubeconfig),
-            "LOOPBREAKER_COMPUTE_ENDPOINT": lab.compute.url,
-            "LOOPBREAKER_SUPPORT_PARENT": f"projects/{R.PROJECT}",
-            "LOOPBREAKER_SUPPORT_ENDPOINT": lab.support.url,
-        }
+        env = function_env(store_path, lab, topic, pubsub_emulator)
         dry = function_server_factory("on_remediation_request", SOURCE, "cloudevent", env)
         relay.target = dry.url
         chat = function_server_factory("on_chat_action", SOURCE, "http", env)
 
-        # 1. Approve in chat: a signed Slack click on the served on_chat_action.
-        headers, body = K.slack_request(K.slack_payload(K.token_of(incident)), datetime.now(UTC))
-        assert post(chat.url, body, headers) == 200, chat.log()[-2000:]
+        # 1. Approve in chat.
+        approve(chat, incident)
 
         # 2. Pub/Sub pushes the request to the dry-run remediation: a plan, no mutation.
         def planned() -> bool:
-            store = SqliteStore(store_path)
-            try:
-                found = store.get(incident.id)
-            finally:
-                store.close()
+            found = stored(store_path, incident.id)
             return found is not None and found.remediation is not None
 
         wait_for("the dry-run plan", planned)
-        store = SqliteStore(store_path)
-        plan = store.get(incident.id)
-        store.close()
+        plan = stored(store_path, incident.id)
         assert plan is not None and plan.state is State.APPROVED
         assert plan.remediation is not None and plan.remediation.dry_run
         calls = [c for s in plan.remediation.steps for c in s.calls]
@@ -154,9 +181,7 @@ def test_approve_in_chat_then_remediate_dry_run_and_live(
             post(live.url, envelope, {"Content-Type": "application/json"}) for _ in range(3)
         ]
         assert statuses == [200, 200, 200], live.log()[-3000:]
-        store = SqliteStore(store_path)
-        done = store.get(incident.id)
-        store.close()
+        done = stored(store_path, incident.id)
         assert done is not None and done.state is State.REMEDIATED, live.log()[-3000:]
         assert lab.node()["spec"]["unschedulable"] is True
         assert len([p for p in lab.kube.patches if p[0] == R.NODE]) == 1
@@ -165,6 +190,63 @@ def test_approve_in_chat_then_remediate_dry_run_and_live(
             ("default", "llama3-70b-training-slice-0-2-7zpkt")
         ]
         assert R.HOST in lab.support.created[0]["description"]
-    subscriber.delete_subscription(request={"subscription": subscription})
-    publisher.delete_topic(request={"topic": topic})
-    relay.close()
+
+
+def test_a_qualifying_a3_node_is_handed_to_gke_through_pubsub(
+    pubsub_emulator: Any,
+    function_server_factory: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The gke path the whole way: approval in chat, the request pushed by the emulator, the
+    served on_remediation_request following GKE's report-and-replace; nothing evicted or
+    deleted by loopbreaker."""
+    for name, value in pubsub_emulator.env.items():
+        monkeypatch.setenv(name, value)
+    store_path = tmp_path / "incidents.sqlite"
+    incident = K.make_faulty_store(store_path, R.A3)
+    assert incident.approval_request is not None
+    target = incident.approval_request.target
+    assert target.repair_path is RepairPath.GKE
+    with (
+        remediation_topic(pubsub_emulator) as (topic, relay),
+        R.gke_lab(store_path, FakeClock(datetime.now(UTC)), tmp_path, target) as lab,
+    ):
+        lab.store.close()
+        env = function_env(store_path, lab, topic, pubsub_emulator)
+        dry = function_server_factory("on_remediation_request", SOURCE, "cloudevent", env)
+        relay.target = dry.url
+        approve(function_server_factory("on_chat_action", SOURCE, "http", env), incident)
+
+        def planned() -> bool:
+            found = stored(store_path, incident.id)
+            return found is not None and found.remediation is not None
+
+        wait_for("the dry-run plan", planned)
+        plan = stored(store_path, incident.id)
+        assert plan is not None and plan.remediation is not None
+        calls = [c for s in plan.remediation.steps for c in s.calls]
+        label = f"PATCH /api/v1/nodes/{target.node} labels cloud.google.com/fault-behavior=XID"
+        assert any(c.startswith(label) for c in calls), calls
+        assert lab.kube.mutations == [] and lab.kube.statuses == {}
+        [envelope] = relay.envelopes
+
+        live = function_server_factory(
+            "on_remediation_request", SOURCE, "cloudevent", {**env, "LOOPBREAKER_DRY_RUN": "false"}
+        )
+        statuses = [
+            post(live.url, envelope, {"Content-Type": "application/json"}) for _ in range(2)
+        ]
+        assert statuses == [200, 200], live.log()[-3000:]
+        done = stored(store_path, incident.id)
+        assert done is not None and done.state is State.REMEDIATED, live.log()[-3000:]
+        assert lab.kube.statuses[target.node] == [
+            "PodsEvicted",
+            "OperationRUNNING",
+            "OperationDone",
+        ]
+        # One label patch by loopbreaker; GKE evicted and reported; no VM was deleted.
+        assert [p[0] for p in lab.kube.patches] == [target.node]
+        assert lab.kube.evictions == [] and lab.kube.gke_evictions
+        assert lab.compute.deletes == [] and len(lab.compute.fault_reports) == 1
+        assert "report-and-replace" in lab.support.created[0]["description"]

@@ -189,9 +189,31 @@ class ComputeOpsServer(GoogleApiServer):
         for reason in body.get("faultReasons") or []:
             if reason.get("behavior", "BEHAVIOR_UNSPECIFIED") not in _FAULT_BEHAVIORS:
                 return self.error(400, f"Invalid value at 'fault_reasons.behavior': {reason!r}")
-        op = self._start(key, "reportHostAsFaulty", record["id"], request_id)
-        self.fault_reports.append((*key, request_id, body))
-        return Response.json(op.body)
+        refusal = self.report_refusal(key)
+        if refusal is not None:
+            return self.error(400, refusal)
+        return Response.json(self.report(key, body, request_id).body)
+
+    def report_refusal(self, key: Key) -> str | None:
+        """Why Compute refuses a report for this VM ("Troubleshoot the faulty host API",
+        docs.cloud.google.com/ai-hypercomputer/docs/troubleshooting/troubleshoot-faulty-host-api):
+        not RUNNING, or not created from a reservation (``scheduling.provisioningModel``,
+        STANDARD when the record says nothing, as Compute's default)."""
+        record = self.instances.get(key) or {}
+        if record.get("status", "RUNNING") != "RUNNING":
+            return "INSTANCE_SHOULD_BE_RUNNING"
+        model = (record.get("scheduling") or {}).get("provisioningModel", "STANDARD")
+        affinity = (record.get("reservationAffinity") or {}).get("consumeReservationType")
+        if model != "RESERVATION_BOUND" and affinity != "SPECIFIC_RESERVATION":
+            return "INSTANCES_WITHOUT_RESERVATION_NOT_SUPPORTED"
+        return None
+
+    def report(self, key: Key, body: dict[str, Any], request_id: str | None) -> _Operation:
+        """Accept a report (the route above, or GKE's report-and-replace) as an operation."""
+        with self._state:
+            op = self._start(key, "reportHostAsFaulty", self.instances[key]["id"], request_id)
+            self.fault_reports.append((*key, request_id, body))
+            return op
 
     # --- operations -------------------------------------------------------------------
 

@@ -225,7 +225,11 @@ FAST_POLLING = polling.DEFAULT_POLLING.with_delay(initial=0.01, maximum=0.02).wi
 @pytest.fixture
 def compute() -> Iterator[ComputeOpsServer]:
     instances = {
-        KEY: {"id": "111", "physicalHost": "/blk/sb/host-a"},
+        KEY: {
+            "id": "111",
+            "physicalHost": "/blk/sb/host-a",
+            "scheduling": {"provisioningModel": "RESERVATION_BOUND"},
+        },
         ("proj", "z1", "gke-n2"): {"id": "222"},
     }
     with ComputeOpsServer(instances) as server:
@@ -390,6 +394,24 @@ def test_report_host_as_faulty(compute: ComputeOpsServer) -> None:
     assert again.name == op.name and len(compute.fault_reports) == 1
     assert operations.get(project="proj", zone="z1", operation=op.name).target_id == 111
     assert instances.get(project="proj", zone="z1", instance="gke-n1").id == 111  # not deleted
+
+
+def test_a_vm_not_from_a_reservation_cannot_be_reported(compute: ComputeOpsServer) -> None:
+    """ "Troubleshoot the faulty host API": INSTANCES_WITHOUT_RESERVATION_NOT_SUPPORTED."""
+    from google.api_core import exceptions as gexc
+
+    instances, _ = clients(compute)
+    request = compute_v1.ReportHostAsFaultyInstanceRequest(
+        project="proj",
+        zone="z1",
+        instance="gke-n2",  # no scheduling: Compute's default provisioning model, STANDARD
+        instances_report_host_as_faulty_request_resource=compute_v1.InstancesReportHostAsFaultyRequest(
+            disruption_schedule="IMMEDIATE"
+        ),
+    )
+    with pytest.raises(gexc.BadRequest, match="INSTANCES_WITHOUT_RESERVATION_NOT_SUPPORTED"):
+        instances.report_host_as_faulty(request=request, timeout=2)
+    assert compute.fault_reports == []
 
 
 def test_unknown_operation_and_instance(compute: ComputeOpsServer) -> None:

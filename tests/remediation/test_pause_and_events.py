@@ -41,7 +41,10 @@ def test_every_step_writes_an_event_on_the_node(
     report = lab.remediator(LIVE).handle(dict(request))
     assert report.result is Result.REMEDIATED, report
     reasons = lab.kube.event_reasons()
-    assert reasons[0] == "LoopbreakerCordoned"
+    # The first Event names the repair path and why it was chosen.
+    assert reasons[:2] == ["LoopbreakerRemediationStarted", "LoopbreakerCordoned"]
+    started = lab.kube.events[0]["note"]
+    assert "repair path delete" in started and "machine type" in started
     assert "LoopbreakerEvicted" in reasons
     assert reasons[-3:] == [
         "LoopbreakerDrained",

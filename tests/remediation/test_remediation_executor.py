@@ -23,7 +23,7 @@ from fakeservers.base import Fault
 from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.records_remediation import Outcome, Step
-from loopbreaker.remediation.rules import DrainMode, HostAction, RemediationPolicy
+from loopbreaker.remediation.rules import DrainMode, RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)
 
@@ -38,10 +38,6 @@ def handle_until_done(remediator: Any, request: dict[str, Any]) -> Any:
         except TransientError:
             continue
     raise AssertionError("still retrying after 10 deliveries")
-
-
-def mutations(lab: R.Lab) -> list[str]:
-    return [f"{m} {p}" for m, p in lab.kube.mutations]
 
 
 def steps_of(incident: Incident) -> dict[str, str]:
@@ -205,7 +201,7 @@ def test_injected_failures(lab: R.Lab, request_: dict[str, Any], name: str) -> N
     assert bool(lab.node()["spec"].get("unschedulable")) is cordoned
     assert (R.NODE in [d[2] for d in lab.compute.deleted]) is deleted
     if "recheck" in outcomes and outcomes["recheck"] == "failed":
-        assert mutations(lab) == [] and lab.compute.deletes == [] and lab.support.created == []
+        assert R.mutations(lab) == [] and lab.compute.deletes == [] and lab.support.created == []
     if final is State.FAILED and cordoned:
         assert any("stays cordoned" in line for line in lab.notifier.posted[-1].remediation)
     if outcomes.get("drain") == "failed":
@@ -220,16 +216,6 @@ def test_a_pdb_is_retried_with_backoff(lab: R.Lab, request_: dict[str, Any]) -> 
     assert codes == [429, 429, 201] and lab.sleep.calls == [5.0, 10.0]
 
 
-def test_report_faulty_reports_the_host_instead_of_deleting(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    policy = replace(LIVE, host_action=HostAction.REPORT_FAULTY)
-    assert lab.remediator(policy, support=False).handle(request_).result is Result.REMEDIATED
-    assert lab.compute.deletes == [] and len(lab.compute.fault_reports) == 1
-    body = lab.compute.fault_reports[0][4]
-    assert body["disruptionSchedule"] == "IMMEDIATE"
-
-
 # --- safety -------------------------------------------------------------------------
 
 
@@ -238,7 +224,7 @@ def test_dry_run_reads_and_plans_but_sends_no_mutating_request(
 ) -> None:
     report = lab.remediator(RemediationPolicy()).handle(request_)
     assert report.result is Result.PLANNED
-    assert mutations(lab) == [] and lab.compute.deletes == [] and lab.support.created == []
+    assert R.mutations(lab) == [] and lab.compute.deletes == [] and lab.support.created == []
     incident = lab.incident(request_["incident_id"])
     assert incident.state is State.APPROVED and incident.remediation is not None
     assert incident.remediation.dry_run
@@ -259,7 +245,7 @@ def test_a_forged_request_changes_nothing(lab: R.Lab, request_: dict[str, Any]) 
     for forged in (other_vm, other_approval):
         assert lab.remediator(LIVE).handle(forged).result is Result.IGNORED
     assert lab.incident(request_["incident_id"]).to_dict() == before
-    assert mutations(lab) == [] and lab.compute.deletes == []
+    assert R.mutations(lab) == [] and lab.compute.deletes == []
 
 
 def test_a_request_for_an_incident_that_is_not_approved_changes_nothing(
@@ -273,58 +259,7 @@ def test_a_request_for_an_incident_that_is_not_approved_changes_nothing(
     assert waiting is not None
     assert lab.remediator(LIVE).handle(request_).result is Result.IGNORED
     assert lab.incident(waiting.id).to_dict() == waiting.to_dict()
-    assert mutations(lab) == [] and lab.compute.deletes == []
-
-
-def test_an_expired_approval_fails_before_anything_changes(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    approval = lab.incident(request_["incident_id"]).approval
-    assert approval is not None
-    lab.clock.set(approval.expires_at + timedelta(seconds=1))
-    lab.remediator(LIVE).handle(request_)
-    incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and "approval expired" in incident.audit[-1].note
-    assert mutations(lab) == []
-
-
-@pytest.mark.parametrize(
-    ("prepare", "reason"),
-    [
-        (lambda n: n["metadata"]["labels"].update({"loopbreaker.dev/remediation": "disabled"}),
-         "opted out"),
-        (lambda n: n["metadata"]["labels"].update(
-            {"cloud.google.com/gce-topology-host": "another-host"}), "not the suspect"),
-        (lambda n: n["spec"].update({"providerID": "gce://p/z/other-vm"}), "is backed by"),
-    ],
-    ids=["opt_out", "moved_host", "other_vm"],
-)  # fmt: skip
-def test_the_node_must_still_be_the_approved_one(
-    lab: R.Lab, request_: dict[str, Any], prepare: Callable[[dict[str, Any]], None], reason: str
-) -> None:
-    prepare(lab.node())
-    lab.remediator(LIVE).handle(request_)
-    incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and reason in incident.audit[-1].note
-    assert mutations(lab) == []
-
-
-def test_a_node_pool_out_of_scope_is_refused(lab: R.Lab, request_: dict[str, Any]) -> None:
-    lab.remediator(replace(LIVE, node_pools=frozenset({"gpu-pool"}))).handle(request_)
-    assert "not in LOOPBREAKER_NODE_POOLS" in lab.incident(request_["incident_id"]).audit[-1].note
-    assert mutations(lab) == []
-
-
-def test_the_circuit_breaker_refuses_when_much_of_the_pool_is_not_ready(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    for node in lab.kube.nodes[:2]:
-        for cond in node["status"]["conditions"]:
-            if cond["type"] == "Ready":
-                cond["status"] = "Unknown"
-    lab.remediator(LIVE).handle(request_)
-    note = lab.incident(request_["incident_id"]).audit[-1].note
-    assert "2 of 3 other nodes" in note and "fleet-wide" in note and mutations(lab) == []
+    assert R.mutations(lab) == [] and lab.compute.deletes == []
 
 
 def test_the_deletion_budget_is_counted_per_cluster(lab: R.Lab, request_: dict[str, Any]) -> None:
@@ -333,8 +268,8 @@ def test_the_deletion_budget_is_counted_per_cluster(lab: R.Lab, request_: dict[s
     assert lab.store.reserve_deletion(cluster, "inc-earlier-2", lab.clock(), 2)
     lab.remediator(LIVE).handle(request_)
     incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and "2 VM deletion(s)" in incident.audit[-1].note
-    assert mutations(lab) == [] and lab.compute.deletes == []
+    assert incident.state is State.FAILED and "2 host repair(s)" in incident.audit[-1].note
+    assert R.mutations(lab) == [] and lab.compute.deletes == []
     # The budget is spent now, and back once the two deletions are over an hour old.
     assert not lab.store.reserve_deletion(cluster, "inc-now", lab.clock(), 2)
     later = lab.clock() + timedelta(minutes=61)
@@ -399,7 +334,7 @@ def test_a_delivery_holding_the_lease_makes_others_wait(
     assert held.changed
     with pytest.raises(TransientError, match="another delivery"):
         lab.remediator(LIVE).handle(request_)
-    assert mutations(lab) == []
+    assert R.mutations(lab) == []
     lab.clock.advance(minutes=16)  # the holder died: its lease ran out
     assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
 
@@ -411,12 +346,13 @@ def test_malformed_requests_are_invalid_input(lab: R.Lab) -> None:
                 "dedup_id": "d", "action": "isolate_host", "target": {"node": "n"}}):  # fmt: skip
         with pytest.raises(InvalidInput):
             lab.remediator(LIVE).handle(bad)
-    assert mutations(lab) == []
+    assert R.mutations(lab) == []
 
 
 def test_steps_are_the_documented_names() -> None:
     assert [s.value for s in Step] == [
-        "recheck", "cordon", "drain", "delete_vm", "report_host_faulty", "support_case"
+        "recheck", "cordon", "drain", "delete_vm", "report_host_faulty", "hand_to_gke",
+        "await_gke", "support_case",
     ]  # fmt: skip
 
 
@@ -438,78 +374,6 @@ def test_a_terminating_pod_is_waited_for_not_evicted_again(
     lab.sleep = sleep  # type: ignore[assignment]
     assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
     assert lab.kube.evictions == [] and waited == [5.0, 10.0]
-
-
-@pytest.mark.parametrize(
-    "strip",
-    [
-        lambda n: n["metadata"]["labels"].pop("cloud.google.com/gce-topology-host"),
-        lambda n: n["spec"].pop("providerID"),
-        lambda n: n["metadata"]["annotations"].pop("container.googleapis.com/instance_id"),
-    ],
-    ids=["no_host_label", "no_provider_id", "no_instance_id"],
-)
-def test_a_node_missing_an_identity_is_not_touched(
-    lab: R.Lab, request_: dict[str, Any], strip: Callable[[dict[str, Any]], None]
-) -> None:
-    strip(lab.node())
-    lab.remediator(LIVE).handle(request_)
-    assert lab.incident(request_["incident_id"]).state is State.FAILED
-    assert mutations(lab) == [] and lab.compute.deletes == []
-
-
-def test_a_vm_compute_places_on_another_host_is_not_touched(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]["physicalHost"] = "a-healthy-host"
-    lab.remediator(LIVE).handle(request_)
-    incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and "host a-healthy-host" in incident.audit[-1].note
-    assert mutations(lab) == []
-
-
-def test_the_documented_three_part_physical_host_matches_the_node_labels(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    record = lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]
-    assert record["physicalHost"].count("/") == 3 and record["physicalHost"].endswith(R.HOST)
-    assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
-    assert lab.compute.deletes != []
-
-
-def test_a_vm_in_another_block_of_the_same_host_id_is_not_touched(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    record = lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]
-    _, block, subblock, host = record["physicalHost"].split("/")
-    record["physicalHost"] = f"/another-block/{subblock}/{host}"
-    lab.remediator(LIVE).handle(request_)
-    incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED
-    assert f"block another-block (expected {block})" in incident.audit[-1].note
-    assert "subblock" not in incident.audit[-1].note and mutations(lab) == []
-
-
-def test_a_vm_compute_reports_no_host_for_is_not_touched(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    del lab.compute.instances[(R.PROJECT, R.ZONE, R.NODE)]["physicalHost"]
-    lab.remediator(LIVE).handle(request_)
-    incident = lab.incident(request_["incident_id"])
-    assert incident.state is State.FAILED and "reports no physical host" in incident.audit[-1].note
-    assert mutations(lab) == [] and lab.compute.deletes == []
-
-
-def test_the_suspect_node_itself_does_not_trip_the_circuit_breaker(
-    lab: R.Lab, request_: dict[str, Any]
-) -> None:
-    lab.kube.nodes = [n for n in lab.kube.nodes if n["metadata"]["name"] in (R.NODE,)] + [
-        n for n in lab.kube.nodes if n["metadata"]["name"] != R.NODE
-    ][:2]
-    for cond in lab.node()["status"]["conditions"]:
-        if cond["type"] == "Ready":
-            cond["status"] = "Unknown"
-    assert lab.remediator(LIVE).handle(request_).result is Result.REMEDIATED
 
 
 def test_a_vm_recreated_between_the_recheck_and_the_delete_is_not_deleted(

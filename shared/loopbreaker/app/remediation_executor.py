@@ -53,6 +53,7 @@ from loopbreaker.app.remediation_records import (
     support_case,
 )
 from loopbreaker.app.remediation_steps import INVOCATION_BUDGET, RemediationSteps
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.approval.requests import Approval
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State
@@ -61,10 +62,17 @@ from loopbreaker.logs import event
 from loopbreaker.remediation.rules import (
     REMEDIATION_LEASE,
     ForgedRequest,
-    HostAction,
     RemediationRequest,
+    approved_path,
     check_request,
 )
+
+#: The incident's note when a path finished.
+_DONE_NOTE = {
+    RepairPath.GKE: "host reported and replaced by GKE's report-and-replace",
+    RepairPath.REPORT: "host reported with reportHostAsFaulty",
+    RepairPath.DELETE: "host isolated: VM deleted",
+}
 
 # Callers import these from here; their homes are the modules split off this one.
 __all__ = [
@@ -193,7 +201,7 @@ class Remediator(RemediationSteps):
             raise TransientError(f"incident {incident.id} is being remediated by another delivery")
         started = self.clock()
         try:
-            for step, action in self._steps(kit):
+            for step, action in self._steps(kit, approval):
                 current = self._get(current.id)
                 record = current.remediation
                 assert record is not None
@@ -216,20 +224,25 @@ class Remediator(RemediationSteps):
             self._emit_step(kit, current, approval, stopped)
             return self._finish(current, State.FAILED, f"{stop.step.value} failed: {stop.reason}")
         support = current.remediation.done(Step.SUPPORT_CASE) if current.remediation else None
-        note = "host isolated" + (
+        path = approved_path(approval.target, self.policy)
+        note = _DONE_NOTE[path] + (
             "" if support or not self.support_parent else "; support case failed"
         )
         return self._finish(current, State.REMEDIATED, note)
 
-    def _steps(self, kit: Actuators) -> list[tuple[Step, StepAction]]:
-        report = self.policy.host_action is HostAction.REPORT_FAULTY
-        vm_step = Step.REPORT_FAULTY if report else Step.DELETE_VM
-        steps: list[tuple[Step, StepAction]] = [
-            (Step.RECHECK, self._recheck),
-            (Step.CORDON, self._cordon),
-            (Step.DRAIN, self._drain),
-            (vm_step, self._isolate_vm),
-        ]
+    def _steps(self, kit: Actuators, approval: Approval) -> list[tuple[Step, StepAction]]:
+        """The approved path's steps: gke hands the node over; report and delete drain it."""
+        path = approved_path(approval.target, self.policy)
+        steps: list[tuple[Step, StepAction]] = [(Step.RECHECK, self._recheck)]
+        if path is RepairPath.GKE:
+            steps += [(Step.HAND_TO_GKE, self._hand_to_gke), (Step.AWAIT_GKE, self._await_gke)]
+        else:
+            vm_step = Step.REPORT_FAULTY if path is RepairPath.REPORT else Step.DELETE_VM
+            steps += [
+                (Step.CORDON, self._cordon),
+                (Step.DRAIN, self._drain),
+                (vm_step, self._isolate_vm),
+            ]
         if self.support_parent and kit.support is not None:
             steps.append((Step.SUPPORT_CASE, self._support_case))
         return steps
@@ -245,7 +258,7 @@ class Remediator(RemediationSteps):
         record = RemediationRecord(request_id=request.dedup_id, dry_run=True, started_at=now)
         planned = replace(incident, remediation=record)
         steps: list[StepRecord] = []
-        for step, action in self._steps(kit):
+        for step, action in self._steps(kit, approval):
             before = len(recorder.calls)
             try:
                 outcome, detail, _ = action(planned, approval, now, kit)
@@ -257,10 +270,11 @@ class Remediator(RemediationSteps):
                 break
         final = replace(record, steps=tuple(steps), finished_at=self.clock())
         failed = [s for s in steps if s.outcome is Outcome.FAILED]
-        summary = (
-            f"dry run: {len(recorder.calls)} mutating call(s) would be made"
+        path = approved_path(approval.target, self.policy)
+        summary = f"dry run, repair path {path.value}: " + (
+            f"{len(recorder.calls)} mutating call(s) would be made"
             if not failed
-            else f"dry run: {failed[0].step.value} would fail: {failed[0].detail}"
+            else f"{failed[0].step.value} would fail: {failed[0].detail}"
         )
         stored = self.store.update(incident.id, lambda i: record_plan(i, final, summary, now))
         if stored.incident is not None:

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from loopbreaker import incidents
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.approval.requests import Approval
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.records_remediation import Outcome, RemediationRecord, Step, StepRecord
@@ -34,15 +35,25 @@ _STEP_EVENTS: Mapping[tuple[Step, Outcome], tuple[str, str, bool]] = {
         "ReportHostAsFaulty",
         True,
     ),
+    (Step.HAND_TO_GKE, Outcome.DONE): ("LoopbreakerHandedToGKE", "ReportAndReplace", False),
+    (Step.HAND_TO_GKE, Outcome.FAILED): ("LoopbreakerHandToGKEFailed", "ReportAndReplace", True),
+    (Step.AWAIT_GKE, Outcome.DONE): ("LoopbreakerGKERepaired", "ReportAndReplace", False),
+    (Step.AWAIT_GKE, Outcome.FAILED): ("LoopbreakerGKERepairFailed", "ReportAndReplace", True),
     (Step.SUPPORT_CASE, Outcome.DONE): ("LoopbreakerSupportCaseFiled", "SupportCase", False),
     (Step.SUPPORT_CASE, Outcome.FAILED): ("LoopbreakerSupportCaseFailed", "SupportCase", True),
 }
 
 
 def step_event(step: StepRecord) -> tuple[str, str, bool] | None:
-    """The Event a recorded step writes on the node, if any (a passed re-check writes none)."""
+    """The Event a recorded step writes on the node, if any.
+
+    A passed re-check writes ``LoopbreakerRemediationStarted``: its note names the repair
+    path and why it was chosen, so ``kubectl describe node`` says what comes next.
+    """
     if step.step is Step.DRAIN and "timed out" in step.detail:
         return "LoopbreakerDrainTimedOut", "Drain", True
+    if step.step is Step.RECHECK and step.outcome is Outcome.DONE:
+        return "LoopbreakerRemediationStarted", "Recheck", False
     return _STEP_EVENTS.get((step.step, step.outcome))
 
 
@@ -101,6 +112,18 @@ def mark_drain_start(incident: Incident, at: datetime) -> Incident | None:
     )
 
 
+def mark_handed(incident: Incident, at: datetime) -> Incident | None:
+    return _with_record(incident, lambda r: r if r.handed_at else replace(r, handed_at=at))
+
+
+def mark_gke_status(incident: Incident, status: str | None, at: datetime) -> Incident | None:
+    """The report-and-replace status seen now, if it changed (its first sighting is kept)."""
+    return _with_record(
+        incident,
+        lambda r: r if r.gke_status == status else replace(r, gke_status=status, gke_status_at=at),
+    )
+
+
 def mark_delete_sent(incident: Incident, request_id: str) -> Incident | None:
     return _with_record(incident, lambda r: replace(r, delete_request_id=request_id))
 
@@ -127,6 +150,15 @@ def record_plan(
     return replace(moved, remediation=record)
 
 
+_PATH_DONE = {
+    RepairPath.GKE: "handed to GKE's report-and-replace (node label cloud.google.com/"
+    "fault-behavior), which reported the host through instances.reportHostAsFaulty",
+    RepairPath.REPORT: "cordoned, drained, host reported with instances.reportHostAsFaulty",
+    RepairPath.DELETE: "cordoned, drained, VM deleted",
+    None: "cordoned, drained, VM deleted or its host reported",
+}
+
+
 def support_case(incident: Incident, approval: Approval) -> dict[str, Any]:
     """The case body from the ticket draft (``displayName``, ``description``, ``priority``)."""
     t = approval.target
@@ -143,8 +175,9 @@ def support_case(incident: Incident, approval: Approval) -> dict[str, Any]:
         f"Node pool: {t.node_pool or '-'}",
         f"VM: {t.instance} (id {t.instance_id}), node {t.node}",
         f"Approved by {approval.actor} via {approval.platform.value} at "
-        f"{format_rfc3339(approval.at)}; the VM was isolated by loopbreaker "
-        f"(incident {incident.id}).",
+        f"{format_rfc3339(approval.at)}; loopbreaker took it out of service "
+        f"(incident {incident.id}): {_PATH_DONE.get(t.repair_path, _PATH_DONE[None])}.",
+        f"Fault reason: {t.fault_reason.value}.",
     ]
     excerpts = [str(e) for e in draft.get("excerpts") or ()]
     if excerpts:

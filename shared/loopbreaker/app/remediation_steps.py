@@ -6,33 +6,47 @@ executor (:mod:`loopbreaker.app.remediation_executor`) runs them in order and re
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 
 from loopbreaker.app.remediation_core import Actuators, RemediatorCore, StepResult, Stop
 from loopbreaker.app.remediation_records import (
     mark_delete_sent,
     mark_drain_start,
+    mark_gke_status,
+    mark_handed,
     mark_support_case,
     support_case,
 )
-from loopbreaker.approval.requests import Approval
+from loopbreaker.approval.repair import (
+    FAULT_BEHAVIOR_LABEL,
+    GKE_FAULT_BEHAVIOR,
+    REPORT_AND_REPLACE_OPERATION_LABEL,
+    REPORT_AND_REPLACE_STATUS_LABEL,
+    RepairPath,
+    describe,
+)
+from loopbreaker.approval.requests import Approval, Target
 from loopbreaker.errors import ActionFailed, TransientError
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.records_remediation import Outcome, Step
-from loopbreaker.remediation.actuators import Eviction
+from loopbreaker.remediation.actuators import Eviction, HostReport
 from loopbreaker.remediation.rules import (
     POOL_LABEL,
     DrainMode,
-    HostAction,
+    approved_path,
     backoff,
     cordon_annotations,
     delete_request_id,
     evictable,
+    hand_over_annotations,
     recheck,
 )
 
 #: One invocation drains at most this long, then hands over to a redelivery (Cloud
 #: Functions end event handlers after 9 minutes); the drain timeout spans deliveries.
 INVOCATION_BUDGET = timedelta(minutes=7)
+#: ``faultReasons[].description`` is kept short: Compute documents no limit, a case does.
+MAX_REPORT_DESCRIPTION = 256
 
 
 class RemediationSteps(RemediatorCore):
@@ -67,9 +81,12 @@ class RemediationSteps(RemediatorCore):
         )
         if reasons:
             return Outcome.FAILED, "; ".join(reasons), calls
+        path = approved_path(t, self.policy)
+        why = t.repair_why or "approved before repair paths were named; as the policy says"
         return (
             Outcome.DONE,
-            f"node {t.node} on host {t.physical_host}, VM id {t.instance_id}, limits hold",
+            f"node {t.node} on host {t.physical_host}, VM id {t.instance_id}, limits hold; "
+            f"repair path {path.value} ({describe(path)}): {why}",
             calls,
         )
 
@@ -173,14 +190,9 @@ class RemediationSteps(RemediatorCore):
         request_id = delete_request_id(incident.id, approval.request_id)
         record = incident.remediation
         sent_before = record is not None and record.delete_request_id == request_id
-        report = self.policy.host_action is HostAction.REPORT_FAULTY
-        limit = self.policy.max_deletions_per_hour
-        reserve = not report and not kit.dry_run
-        if reserve and not self.store.reserve_deletion(
-            t.cluster or "", incident.id, self.clock(), limit
-        ):
-            reason = f"{limit} VM deletion(s) in cluster {t.cluster} in the last hour"
-            return Outcome.FAILED, f"{reason}; limit reached", ()
+        report = approved_path(t, self.policy) is RepairPath.REPORT
+        if not kit.dry_run and not self._reserve(incident, t):
+            return Outcome.FAILED, self._limit_reached(t), ()
         if not kit.dry_run:
             self.store.update(incident.id, lambda i: mark_delete_sent(i, request_id))
         # Re-read as the very last thing before the irreversible call (after the store
@@ -209,7 +221,12 @@ class RemediationSteps(RemediatorCore):
         try:
             if report:
                 operation = kit.vms.report_host_faulty(
-                    t.project, t.zone, t.instance, request_id, t.instance_id
+                    t.project,
+                    t.zone,
+                    t.instance,
+                    request_id,
+                    t.instance_id,
+                    self._report(incident, t),
                 )
             else:
                 operation = kit.vms.delete_instance(
@@ -222,9 +239,159 @@ class RemediationSteps(RemediatorCore):
             return Outcome.FAILED, f"{exc}; the node stays cordoned", ()
         verb = "reportHostAsFaulty" if report else "delete"
         call = f"{verb} {t.project}/{t.zone}/{t.instance} requestId={request_id}"
+        if report:
+            call += f" {self._report(incident, t).summary()}"
         if kit.dry_run:
             return Outcome.PLANNED, f"would {verb} VM {t.instance} (id {t.instance_id})", (call,)
         return Outcome.DONE, f"VM {t.instance} {verb}: operation {operation} done", (call,)
+
+    def _reserve(self, incident: Incident, t: Target) -> bool:
+        """One slot of the hourly budget every path shares (idempotent per incident)."""
+        limit = self.policy.max_deletions_per_hour
+        return self.store.reserve_deletion(t.cluster or "", incident.id, self.clock(), limit)
+
+    def _limit_reached(self, t: Target) -> str:
+        return (
+            f"{self.policy.max_deletions_per_hour} host repair(s) in cluster {t.cluster} in the "
+            "last hour; limit reached"
+        )
+
+    def _report(self, incident: Incident, t: Target) -> HostReport:
+        """``reportHostAsFaulty``'s body: the reason the diagnosis supports, and what it saw."""
+        draft = incident.diagnosis.ticket_draft if incident.diagnosis else None
+        faults = (draft or {}).get("summary") or f"host {t.physical_host} failed repeatedly"
+        text = f"loopbreaker {incident.id}: {faults}"
+        return HostReport(
+            t.fault_reason, text[:MAX_REPORT_DESCRIPTION], self.policy.disruption_schedule
+        )
+
+    # --- the gke path -------------------------------------------------------------------
+
+    def _hand_to_gke(
+        self, incident: Incident, approval: Approval, started: datetime, kit: Actuators
+    ) -> StepResult:
+        """Label the node for GKE's report-and-replace; GKE evicts, reports and replaces."""
+        t = approval.target
+        value = GKE_FAULT_BEHAVIOR[t.fault_reason]
+        if not kit.dry_run and not self._reserve(incident, t):
+            return Outcome.FAILED, self._limit_reached(t), ()
+        notes = hand_over_annotations(incident.id, approval, self.clock())
+        try:
+            what = kit.nodes.label(t.node, {FAULT_BEHAVIOR_LABEL: value}, notes)
+        except ActionFailed as exc:
+            return Outcome.FAILED, f"{exc}; nothing else was changed", ()
+        now = self.clock()
+        if not kit.dry_run:
+            self.store.update(incident.id, lambda i: mark_handed(i, now))
+        call = f"PATCH /api/v1/nodes/{t.node} labels {FAULT_BEHAVIOR_LABEL}={value}"
+        detail = (
+            f"{what} ({t.fault_reason.value}): GKE evicts the node's pods under their "
+            f"PodDisruptionBudgets, reports host {t.physical_host} and brings the node back on "
+            "a healthy host; loopbreaker evicts and deletes nothing"
+        )
+        return (Outcome.PLANNED if kit.dry_run else Outcome.DONE), detail, (call,)
+
+    def _await_gke(
+        self, incident: Incident, approval: Approval, started: datetime, kit: Actuators
+    ) -> StepResult:
+        """Follow ``report-and-replace-status`` until OperationDone, an error or no progress."""
+        t = approval.target
+        timeout, stall = self.policy.gke_repair_timeout, self.policy.gke_repair_stall
+        if kit.dry_run:
+            return (
+                Outcome.PLANNED,
+                f"would follow {REPORT_AND_REPLACE_STATUS_LABEL} on node {t.node} until "
+                f"OperationDone, for at most {timeout} (unchanged for {stall}: failed); on an "
+                "error or no progress the node would be cordoned",
+                (),
+            )
+        record = incident.remediation
+        handed = (record.handed_at if record else None) or started
+        status = record.gke_status if record else None
+        since = (record.gke_status_at if record else None) or handed
+        attempt = 0
+        while True:
+            now = self.clock()
+            try:
+                node = kit.nodes.get_node(t.node)
+            except ActionFailed as exc:
+                if now - handed >= timeout:
+                    return self._gke_failed(kit, incident, approval, f"cannot read node: {exc}")
+                raise TransientError(f"cannot read node {t.node}: {exc}; retrying") from exc
+            if node is None:
+                return (
+                    Outcome.FAILED,
+                    f"node {t.node} disappeared during GKE's report-and-replace (last status "
+                    f"{status or 'none'}); loopbreaker deleted nothing",
+                    (),
+                )
+            seen = node.labels.get(REPORT_AND_REPLACE_STATUS_LABEL)
+            operation = node.labels.get(REPORT_AND_REPLACE_OPERATION_LABEL)
+            if seen != status:
+                status, since = seen, now
+                self.store.update(incident.id, partial(mark_gke_status, status=seen, at=now))
+            ended = (status or "").casefold()
+            if ended == "operationdone":
+                return (
+                    Outcome.DONE,
+                    f"GKE reported host {t.physical_host} as faulty (operation "
+                    f"{operation or 'not labelled'}); GKE brings node {t.node} back on a "
+                    "healthy host",
+                    (f"GET /api/v1/nodes/{t.node}",),
+                )
+            if ended == "error":
+                return self._gke_failed(
+                    kit,
+                    incident,
+                    approval,
+                    f"GKE's report-and-replace ended in {status} (operation "
+                    f"{operation or 'not labelled'}); GKE cleared its taint and the "
+                    f"{FAULT_BEHAVIOR_LABEL} label",
+                )
+            if now - handed >= timeout:
+                return self._gke_failed(
+                    kit,
+                    incident,
+                    approval,
+                    f"GKE's report-and-replace did not finish within {timeout} (status "
+                    f"{status or 'none'})",
+                )
+            if now - since >= stall:
+                label = "still set" if FAULT_BEHAVIOR_LABEL in node.labels else "gone"
+                return self._gke_failed(
+                    kit,
+                    incident,
+                    approval,
+                    f"no progress: {REPORT_AND_REPLACE_STATUS_LABEL} stayed "
+                    f"{status or 'unset'} for {stall} (the {FAULT_BEHAVIOR_LABEL} label is "
+                    f"{label})",
+                )
+            if now - started >= INVOCATION_BUDGET:
+                raise TransientError(
+                    f"GKE's report-and-replace of {t.node} is at {status or 'no status yet'}; "
+                    "following it on redelivery"
+                )
+            attempt += 1
+            self._sleep(backoff(attempt).total_seconds())
+
+    def _gke_failed(
+        self, kit: Actuators, incident: Incident, approval: Approval, why: str
+    ) -> StepResult:
+        """An error or no progress: keep the node out of service, and say what to do."""
+        t = approval.target
+        try:
+            cordon = kit.nodes.cordon(
+                t.node, cordon_annotations(incident.id, approval, self.clock())
+            )
+        except ActionFailed as exc:
+            cordon = f"could not cordon it: {exc}"
+        value = GKE_FAULT_BEHAVIOR[t.fault_reason]
+        return (
+            Outcome.FAILED,
+            f"{why}; node {t.node} {cordon}; loopbreaker evicted and deleted nothing. To retry: "
+            f"kubectl label nodes {t.node} {FAULT_BEHAVIOR_LABEL}={value} --overwrite",
+            (f"PATCH /api/v1/nodes/{t.node}",),
+        )
 
     def _support_case(
         self, incident: Incident, approval: Approval, started: datetime, kit: Actuators

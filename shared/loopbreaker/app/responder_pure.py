@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.approval.requests import Target
 from loopbreaker.diagnosis.steps import restarts
 from loopbreaker.diagnosis.steps.common import Notes
@@ -54,8 +55,10 @@ def assess(
     restart Events, conditions) over [since, now], each restart placed on its host, and
     the Compute place of the recreated VM."""
     nodes = {n.name: n for n in evidence.nodes or ()}
-    # The recreated VM: same name (its managed instance group keeps it), a new id.
-    if target is not None and check.host:
+    repaired = target is not None and target.repair_path in (RepairPath.GKE, RepairPath.REPORT)
+    # The recreated VM: same name (its managed instance group keeps it), a new id. A host
+    # repair keeps the VM (and may bring it back on the same, repaired host): not this check.
+    if target is not None and check.host and not repaired:
         for node in nodes.values():
             new_vm = node.instance == target.instance or node.name == target.node
             if (
@@ -91,8 +94,9 @@ def assess(
             note = f"loop broken on host {check.host or 'the isolated host'}; {finding}"
             return Assessment(Verdict.VERIFIED, note, (finding,), tuple(others), other_at)
         return Assessment(Verdict.WATCHING, finding, (finding,), tuple(others), other_at)
+    host_now = _repaired_host(target, nodes, check.host) if repaired else None
     if now < check.until:
-        return Assessment(Verdict.WATCHING, "no restart so far")
+        return Assessment(Verdict.WATCHING, "no restart so far", (host_now,) if host_now else ())
     if seen.loop is None:
         finding = (
             "cannot verify: no restart series or restart Events of "
@@ -101,7 +105,29 @@ def assess(
         return Assessment(Verdict.WATCHING, finding, (finding,), stop=True)
     span = (check.until - check.since).total_seconds() / 3600
     note = f"loop broken: no restart in {span:g} h since {format_rfc3339(check.since)}"
+    if host_now:
+        note = f"{note}; {host_now}"
     return Assessment(Verdict.VERIFIED, note, (note,))
+
+
+def _repaired_host(
+    target: Target | None, nodes: Mapping[str, NodeInfo], host: str | None
+) -> str | None:
+    """Where the repaired node runs now, as GKE's or Compute's repair left it.
+
+    "Report faulty hosts": A4 and A3 Ultra VMs migrate to another host; A3 Mega and A3 High
+    are repaired and restarted on the same host. Either is the repair's outcome; the
+    restarts since decide the verdict.
+    """
+    if target is None:
+        return None
+    node = nodes.get(target.node)
+    by = "GKE's report-and-replace" if target.repair_path is RepairPath.GKE else "the host report"
+    if node is None or not node.physical_host:
+        return f"after {by}, node {target.node}'s host is not known yet"
+    if _same_host(node.physical_host, host):
+        return f"after {by}, node {target.node} runs on host {host} again (repaired in place)"
+    return f"after {by}, node {target.node} moved from host {host} to {node.physical_host}"
 
 
 def _workload_on(target: Target | None, evidence: Evidence) -> dict[str, Any]:

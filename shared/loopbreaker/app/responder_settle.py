@@ -165,7 +165,13 @@ class Settling(ResponderState):
             diagnosis, extra = found.diagnosis, found.document
         else:
             diagnosis = self._diagnose(context, evidence)
-        choice = choose_target(diagnosis, signals, evidence.nodes or (), cluster=incident.cluster)
+        choice = choose_target(
+            diagnosis,
+            signals,
+            evidence.nodes or (),
+            cluster=incident.cluster,
+            repair=self.settings.remediation.policy.repair,
+        )
         record = DiagnosisRecord.from_diagnosis(
             diagnosis,
             {**self._render(diagnosis), **extra},

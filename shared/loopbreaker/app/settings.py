@@ -62,6 +62,7 @@ from loopbreaker.app.settings_values import (
     url,
     workload_kind,
 )
+from loopbreaker.approval.repair import DisruptionSchedule, RepairPolicy
 from loopbreaker.approval.requests import parse_approvers
 from loopbreaker.errors import ConfigError
 from loopbreaker.incidents.records import (
@@ -74,9 +75,10 @@ from loopbreaker.incidents.records import (
 )
 from loopbreaker.remediation.rules import (
     DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_GKE_REPAIR_STALL,
+    DEFAULT_GKE_REPAIR_TIMEOUT,
     DEFAULT_MAX_DELETIONS_PER_HOUR,
     DrainMode,
-    HostAction,
     RemediationPolicy,
 )
 
@@ -284,6 +286,33 @@ def _chatops(get: Getter, project: str | None, notifier: NotifierSpec) -> ChatOp
     return chat
 
 
+#: ``LOOPBREAKER_HOST_ACTION``, the setting ``LOOPBREAKER_REPAIR_PATH`` replaces.
+_LEGACY_HOST_ACTIONS = {"delete": RepairPolicy.DELETE, "report-faulty": RepairPolicy.REPORT}
+
+
+def repair_policy(path: str | None, legacy: str | None) -> RepairPolicy:
+    """``LOOPBREAKER_REPAIR_PATH``, or what the older ``LOOPBREAKER_HOST_ACTION`` meant."""
+    if path is not None and legacy is not None:
+        raise ConfigError(
+            f"{PREFIX}HOST_ACTION is the old name of {PREFIX}REPAIR_PATH: set only "
+            f"{PREFIX}REPAIR_PATH ({', '.join(p.value for p in RepairPolicy)})"
+        )
+    if legacy is not None:
+        found = _LEGACY_HOST_ACTIONS.get(legacy.strip().lower())
+        if found is None:
+            raise ConfigError(
+                f"{PREFIX}HOST_ACTION={legacy!r}: delete or report-faulty (better: "
+                f"{PREFIX}REPAIR_PATH)"
+            )
+        return found
+    try:
+        return RepairPolicy((path or RepairPolicy.AUTO.value).strip().lower())
+    except ValueError:
+        raise ConfigError(
+            f"{PREFIX}REPAIR_PATH={path!r}: one of {', '.join(p.value for p in RepairPolicy)}"
+        ) from None
+
+
 def _remediation(get: Getter) -> Remediation:
     limit = get("MAX_DELETIONS_PER_HOUR")
     try:
@@ -296,17 +325,32 @@ def _remediation(get: Getter) -> Remediation:
     pools_raw = get("NODE_POOLS")
     pools = frozenset(p.strip() for p in pools_raw.split(",") if p.strip()) if pools_raw else None
     mode_raw = get("DRAIN_MODE") or DrainMode.WAIT.value
-    action_raw = get("HOST_ACTION") or HostAction.DELETE.value
     try:
-        mode, action = DrainMode(mode_raw), HostAction(action_raw)
+        mode = DrainMode(mode_raw)
     except ValueError as exc:
         raise ConfigError(
-            f"{PREFIX}DRAIN_MODE must be wait or delete-after-timeout, {PREFIX}HOST_ACTION "
-            f"delete or report-faulty: {exc}"
+            f"{PREFIX}DRAIN_MODE must be wait or delete-after-timeout: {exc}"
         ) from exc
     timeout = duration("DRAIN_TIMEOUT", get("DRAIN_TIMEOUT"), DEFAULT_DRAIN_TIMEOUT)
     if timeout <= timedelta(0):
         raise ConfigError(f"{PREFIX}DRAIN_TIMEOUT: must be longer than zero")
+    repair = repair_policy(get("REPAIR_PATH"), get("HOST_ACTION"))
+    schedule_raw = (get("REPORT_DISRUPTION_SCHEDULE") or "immediate").strip().upper()
+    try:
+        schedule = DisruptionSchedule(schedule_raw)
+    except ValueError:
+        raise ConfigError(
+            f"{PREFIX}REPORT_DISRUPTION_SCHEDULE={schedule_raw.lower()!r}: immediate or future"
+        ) from None
+    gke_timeout = duration(
+        "GKE_REPAIR_TIMEOUT", get("GKE_REPAIR_TIMEOUT"), DEFAULT_GKE_REPAIR_TIMEOUT
+    )
+    gke_stall = duration("GKE_REPAIR_STALL", get("GKE_REPAIR_STALL"), DEFAULT_GKE_REPAIR_STALL)
+    if not timedelta(0) < gke_stall <= gke_timeout:
+        raise ConfigError(
+            f"{PREFIX}GKE_REPAIR_STALL ({gke_stall}) must be longer than zero and at most "
+            f"{PREFIX}GKE_REPAIR_TIMEOUT ({gke_timeout})"
+        )
     parent = get("SUPPORT_PARENT")
     if parent is not None and not _SUPPORT_PARENT.match(parent):
         raise ConfigError(
@@ -327,7 +371,10 @@ def _remediation(get: Getter) -> Remediation:
             node_pools=pools,
             drain_mode=mode,
             drain_timeout=timeout,
-            host_action=action,
+            repair=repair,
+            disruption_schedule=schedule,
+            gke_repair_timeout=gke_timeout,
+            gke_repair_stall=gke_stall,
             foreign_markers=foreign_markers(get("FOREIGN_REMEDIATION_MARKERS")),
         ),
         kubeconfig=Path(kubeconfig).expanduser() if kubeconfig else None,

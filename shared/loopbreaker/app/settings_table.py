@@ -113,7 +113,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_MAX_DELETIONS_PER_HOUR",
         f"`{DEFAULT_MAX_DELETIONS_PER_HOUR}`",
-        "VM deletions per cluster in any hour, counted in the store; more are refused.",
+        "Host repairs (VM deletions, host reports, hand-overs to GKE) per cluster in any "
+        "hour, counted in the store; more are refused.",
     ),
     Variable(
         "LOOPBREAKER_MAX_UNREADY_SHARE",
@@ -139,10 +140,37 @@ VARIABLES: tuple[Variable, ...] = (
         "How long a drain may take in all (it spans redeliveries).",
     ),
     Variable(
+        "LOOPBREAKER_REPAIR_PATH",
+        "`auto`",
+        "How an approved bad host is repaired ([remediation.md](remediation.md#repair-paths)): "
+        "`gke` (label the node for GKE's report-and-replace; loopbreaker evicts and deletes "
+        "nothing), `report` (cordon, drain, `instances.reportHostAsFaulty`), `delete` "
+        "(cordon, drain, `instances.delete`), or `auto`: `gke` where the node qualifies "
+        "(A4X Max, A4X, A4, A3 Ultra, A3 Mega, A3 High 8-GPU; GKE 1.32.3-gke.1057001 or "
+        "later; reservation-bound), else `delete`.",
+    ),
+    Variable(
         "LOOPBREAKER_HOST_ACTION",
-        "`delete`",
-        "`delete` (`instances.delete`: the managed instance group recreates the VM) or "
-        "`report-faulty` (`instances.reportHostAsFaulty`: reservations, compact placement).",
+        "none",
+        "Deprecated, the old name of `LOOPBREAKER_REPAIR_PATH`: `delete` is `delete`, "
+        "`report-faulty` is `report`. Setting both is refused.",
+    ),
+    Variable(
+        "LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE",
+        "`immediate`",
+        "`reportHostAsFaulty`'s disruption schedule on the `report` path: `immediate` or `future`.",
+    ),
+    Variable(
+        "LOOPBREAKER_GKE_REPAIR_TIMEOUT",
+        "`45m`",
+        "The `gke` path: how long GKE's report-and-replace may take in all before the "
+        "remediation fails with the node cordoned.",
+    ),
+    Variable(
+        "LOOPBREAKER_GKE_REPAIR_STALL",
+        "`20m`",
+        "The `gke` path: how long `cloud.google.com/report-and-replace-status` may stay "
+        "unchanged (no progress) before the remediation fails with the node cordoned.",
     ),
     Variable(
         "LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS",

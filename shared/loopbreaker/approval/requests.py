@@ -25,11 +25,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
+from loopbreaker.approval.repair import (
+    FaultReason,
+    HostFacts,
+    RepairPath,
+    RepairPolicy,
+    choose_path,
+    fault_reason,
+)
 from loopbreaker.errors import ApprovalInvalid, InvalidInput
 from loopbreaker.model import Diagnosis, NodeInfo, RemediationPath, Signal
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
+
+E = TypeVar("E", bound=StrEnum)
 
 APPROVE_ACTION = "approve_remediation"
 REJECT_ACTION = "reject_remediation"
@@ -82,6 +92,12 @@ class Target:
     host_known: bool = True
     node_pool: str | None = None
     cluster: str | None = None
+    #: The repair path the approval is for (``gke``, ``report``, ``delete``), and why it was
+    #: chosen; None on approvals from before paths existed (the policy decides then).
+    repair_path: RepairPath | None = None
+    repair_why: str | None = None
+    #: ``reportHostAsFaulty``'s fault reason the diagnosis supports.
+    fault_reason: FaultReason = FaultReason.BEHAVIOR_UNSPECIFIED
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +110,9 @@ class Target:
             "host_known": self.host_known,
             "node_pool": self.node_pool,
             "cluster": self.cluster,
+            "repair_path": self.repair_path.value if self.repair_path else None,
+            "repair_why": self.repair_why,
+            "fault_reason": self.fault_reason.value,
         }
 
     @classmethod
@@ -108,6 +127,10 @@ class Target:
             host_known=bool(data.get("host_known", True)),
             node_pool=data.get("node_pool"),
             cluster=data.get("cluster"),
+            repair_path=_enum(RepairPath, data.get("repair_path")),
+            repair_why=data.get("repair_why"),
+            fault_reason=_enum(FaultReason, data.get("fault_reason"))
+            or FaultReason.BEHAVIOR_UNSPECIFIED,
         )
 
 
@@ -395,8 +418,12 @@ def choose_target(
     nodes: Sequence[NodeInfo] = (),
     *,
     cluster: str | None = None,
+    repair: RepairPolicy = RepairPolicy.AUTO,
 ) -> TargetChoice:
     """The node and VM to isolate for an ``isolate_host`` verdict, or why there is none.
+
+    The repair path (:func:`loopbreaker.approval.repair.choose_path`) is chosen here, from
+    what the diagnosis read of the node, so the card names what the buttons approve.
 
     The first suspect host (the engine ranks them) and, of its nodes, the one that failed
     last: that is the VM on the bad host now. Zone, project and the numeric instance id
@@ -439,6 +466,16 @@ def choose_target(
             None, f"the {' and '.join(missing)} of VM {instance} could not be resolved"
         )
     assert zone is not None and project is not None and instance_id is not None
+    facts = HostFacts(
+        node,
+        machine_type=info.machine_type if info else None,
+        version=info.kubelet_version if info else None,
+        reservation=info.reservation if info else None,
+        spot=info.spot if info else False,
+    )
+    path = choose_path(repair, facts)
+    if path.refusal:
+        return TargetChoice(None, path.refusal)
     return TargetChoice(
         Target(
             node=node,
@@ -450,5 +487,16 @@ def choose_target(
             host_known=suspect.host_known,
             node_pool=(info.node_pool if info else None) or suspect.node_pool,
             cluster=cluster or diagnosis.context.cluster or None,
+            repair_path=path.path,
+            repair_why=path.why,
+            fault_reason=fault_reason(suspect.fault_reason),
         )
     )
+
+
+def _enum(kind: type[E], value: object) -> E | None:
+    """A stored enum value; None when absent or unknown (a record from another version)."""
+    try:
+        return kind(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from loopbreaker.approval.repair import FAULT_BEHAVIOR_LABEL, GKE_FAULT_BEHAVIOR, RepairPath
 from loopbreaker.approval.requests import ActionRequest, Target, sign_token
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State, Verdict
@@ -364,13 +365,7 @@ def _recommendations(incident: Incident, document: Mapping[str, Any]) -> tuple[s
         return tuple(str(a) for a in remediation.get("actions") or ())
     # What the buttons approve, and nothing more: the diagnosis may name every VM of every
     # suspect, but one approval covers one node and one VM.
-    actions = [
-        f"After human approval: cordon node {target.node}.",
-        f"Drain node {target.node} through the Eviction API, respecting PodDisruptionBudgets.",
-        f"Isolate VM {target.instance} (id {target.instance_id}) in {target.zone}: delete it so "
-        "its managed instance group recreates it on healthy hardware, or report its host as "
-        "faulty, as LOOPBREAKER_HOST_ACTION says.",
-    ]
+    actions = list(repair_actions(target))
     if target.host_known:
         actions.append(f"Open a support case naming physical host {target.physical_host}.")
     others = [
@@ -383,6 +378,44 @@ def _recommendations(incident: Incident, document: Mapping[str, Any]) -> tuple[s
             f"Other suspect host(s), not part of this approval: {', '.join(others[:3])}."
         )
     return tuple(actions)
+
+
+def repair_actions(target: Target) -> tuple[str, ...]:
+    """What the approval buttons approve, path by path, and why that path."""
+    path = target.repair_path
+    why = f" Why: {target.repair_why}." if target.repair_why else ""
+    vm = f"VM {target.instance} (id {target.instance_id}) in {target.zone}"
+    if path is RepairPath.GKE:
+        value = GKE_FAULT_BEHAVIOR[target.fault_reason]
+        return (
+            f"Repair path gke (GKE's report-and-replace).{why}",
+            f"After human approval: label node {target.node} {FAULT_BEHAVIOR_LABEL}={value} "
+            f"({target.fault_reason.value}); GKE evicts its pods under their "
+            "PodDisruptionBudgets, reports the host and brings the node back on a healthy host. "
+            "loopbreaker evicts and deletes nothing; an error or no progress leaves the node "
+            "cordoned.",
+        )
+    drain = (
+        f"After human approval: cordon node {target.node}, then drain it through the Eviction "
+        "API, respecting PodDisruptionBudgets."
+    )
+    if path is RepairPath.REPORT:
+        return (
+            f"Repair path report (reportHostAsFaulty).{why}",
+            drain,
+            f"Report the host of {vm} as faulty ({target.fault_reason.value}).",
+        )
+    if path is RepairPath.DELETE:
+        return (
+            f"Repair path delete.{why}",
+            drain,
+            f"Delete {vm} so its managed instance group recreates it on healthy hardware.",
+        )
+    return (
+        drain,
+        f"Isolate {vm}: delete it so its managed instance group recreates it on healthy "
+        "hardware, or report its host as faulty, as LOOPBREAKER_REPAIR_PATH says.",
+    )
 
 
 def _target(incident: Incident) -> Target | None:

@@ -22,7 +22,11 @@ from loopbreaker.model import (
     Termination,
     WorkloadKind,
 )
-from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
+from loopbreaker.model_evidence import (
+    HEALTH_PREDICTION_LABEL,
+    MACHINE_TYPE_LABEL,
+    RESERVATION_LABEL,
+)
 from loopbreaker.signals.classify import kubeflow_kind
 from loopbreaker.timeutil import parse_rfc3339
 
@@ -87,6 +91,9 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         recommended_for_training={"true": True, "false": False}.get(
             labels.get(HEALTH_PREDICTION_LABEL, "").strip().lower()
         ),
+        machine_type=labels.get(MACHINE_TYPE_LABEL) or None,
+        kubelet_version=_text(_map(_map(obj.get("status")).get("nodeInfo")).get("kubeletVersion")),
+        reservation=labels.get(RESERVATION_LABEL) or None,
     )
 
 
@@ -284,6 +291,10 @@ def _labels(meta: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(labels, Mapping):
         return {}
     return {str(k): v for k, v in labels.items() if isinstance(v, str)}
+
+
+def _text(value: object) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
 
 
 def _map(value: object) -> Mapping[str, Any]:

@@ -25,6 +25,9 @@ class Step(StrEnum):
     DRAIN = "drain"
     DELETE_VM = "delete_vm"
     REPORT_FAULTY = "report_host_faulty"
+    #: The ``gke`` path: label the node for GKE's report-and-replace, then follow it.
+    HAND_TO_GKE = "hand_to_gke"
+    AWAIT_GKE = "await_gke"
     SUPPORT_CASE = "support_case"
 
 
@@ -78,6 +81,11 @@ class RemediationRecord:
     finished_at: datetime | None = None
     support_case: str | None = None
     delete_request_id: str | None = None
+    #: The ``gke`` path: when the node was labelled, and the last report-and-replace status
+    #: seen with when it was first seen (the stall timer spans deliveries).
+    handed_at: datetime | None = None
+    gke_status: str | None = None
+    gke_status_at: datetime | None = None
 
     def done(self, step: Step) -> StepRecord | None:
         """The step's successful record, if it completed (a redelivery skips it)."""
@@ -103,6 +111,9 @@ class RemediationRecord:
             "finished_at": ts(self.finished_at),
             "support_case": self.support_case,
             "delete_request_id": self.delete_request_id,
+            "handed_at": ts(self.handed_at),
+            "gke_status": self.gke_status,
+            "gke_status_at": ts(self.gke_status_at),
         }
 
     @classmethod
@@ -121,6 +132,9 @@ class RemediationRecord:
             finished_at=ts("finished_at"),
             support_case=data.get("support_case"),
             delete_request_id=data.get("delete_request_id"),
+            handed_at=ts("handed_at"),
+            gke_status=data.get("gke_status"),
+            gke_status_at=ts("gke_status_at"),
         )
 
 

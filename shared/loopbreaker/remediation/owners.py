@@ -19,17 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from loopbreaker.approval.repair import FAULT_BEHAVIOR_LABEL, REPORT_AND_REPLACE_STATUS_LABEL
 from loopbreaker.model_evidence import ACTIVE_MAINTENANCE_LABEL, IMPENDING_TERMINATION_TAINT
 
-#: "Report faulty hosts through GKE", in "Manage AI-optimized GKE clusters"
-#: (docs.cloud.google.com/ai-hypercomputer/docs/manage/manage-gke-clusters, updated
-#: 2026-04-06): labelling a node ``cloud.google.com/fault-behavior=REASON`` hands it to GKE,
-#: which taints it, evicts its pods, reports the host and "removes the taint and the
-#: fault-behavior label from the node" when it is done (or on an error).
-FAULT_BEHAVIOR_LABEL = "cloud.google.com/fault-behavior"
-#: Same page, "Monitor the operation progress": PodsEvicted, OperationRUNNING, OperationDone,
-#: Error (also written ERROR there).
-REPORT_AND_REPLACE_STATUS_LABEL = "cloud.google.com/report-and-replace-status"
+# The report-and-replace labels are in loopbreaker.approval.repair, beside the paths.
 #: The values after which GKE no longer acts on the node: the host was reported (the
 #: fault-behavior label stays until the node is back, and is checked on its own), or the
 #: call failed (GKE clears its taint and the fault-behavior label). Compared casefolded.

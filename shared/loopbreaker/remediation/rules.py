@@ -24,6 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from loopbreaker.approval.repair import (
+    DisruptionSchedule,
+    HostFacts,
+    RepairPath,
+    RepairPolicy,
+    gke_blockers,
+)
 from loopbreaker.approval.requests import Approval, Decision, Target
 from loopbreaker.errors import InvalidInput, LoopbreakerError, UnsafeToAct
 from loopbreaker.model import (
@@ -32,12 +39,17 @@ from loopbreaker.model import (
     TOPOLOGY_SUBBLOCK_LABEL,
     HostPlace,
 )
+from loopbreaker.model_evidence import MACHINE_TYPE_LABEL, RESERVATION_LABEL
 from loopbreaker.remediation.owners import Marker, Taint, owner_reasons
 from loopbreaker.timeutil import format_rfc3339
 
 DEFAULT_MAX_DELETIONS_PER_HOUR = 2
 DEFAULT_MAX_UNREADY_SHARE = 0.30
 DEFAULT_DRAIN_TIMEOUT = timedelta(minutes=10)
+#: "The API calls usually take 10-12 minutes to report the faulty host" ("Report faulty
+#: hosts through GKE"); eviction under PodDisruptionBudgets comes first.
+DEFAULT_GKE_REPAIR_TIMEOUT = timedelta(minutes=45)
+DEFAULT_GKE_REPAIR_STALL = timedelta(minutes=20)
 OPT_OUT_LABEL = "loopbreaker.dev/remediation"
 OPT_OUT_VALUE = "disabled"
 HOST_LABEL = TOPOLOGY_HOST_LABEL
@@ -58,13 +70,6 @@ class DrainMode(StrEnum):
     DELETE_AFTER_TIMEOUT = "delete-after-timeout"
 
 
-class HostAction(StrEnum):
-    #: ``instances.delete``: the managed instance group recreates the VM elsewhere.
-    DELETE = "delete"
-    #: ``instances.reportHostAsFaulty``: for reservations and compact placement.
-    REPORT_FAULTY = "report-faulty"
-
-
 @dataclass(frozen=True)
 class RemediationPolicy:
     """The safety limits; every default is a named constant above."""
@@ -76,7 +81,14 @@ class RemediationPolicy:
     node_pools: frozenset[str] | None = None
     drain_mode: DrainMode = DrainMode.WAIT
     drain_timeout: timedelta = DEFAULT_DRAIN_TIMEOUT
-    host_action: HostAction = HostAction.DELETE
+    #: Which repair path new approvals are for (:mod:`loopbreaker.approval.repair`).
+    repair: RepairPolicy = RepairPolicy.AUTO
+    #: ``reportHostAsFaulty``'s disruption schedule on the ``report`` path.
+    disruption_schedule: DisruptionSchedule = DisruptionSchedule.IMMEDIATE
+    #: The ``gke`` path: how long GKE's report-and-replace may take in all, and how long
+    #: its status label may stay unchanged, before the remediation is failed.
+    gke_repair_timeout: timedelta = DEFAULT_GKE_REPAIR_TIMEOUT
+    gke_repair_stall: timedelta = DEFAULT_GKE_REPAIR_STALL
     #: Labels, annotations and taints other remediators leave on a node they are handling.
     foreign_markers: tuple[Marker, ...] = ()
 
@@ -150,6 +162,8 @@ class NodeState:
     instance_id: str | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
+    #: ``status.nodeInfo.kubeletVersion``.
+    kubelet_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,12 @@ class InstanceState:
     status: str = "RUNNING"
     #: Where Compute Engine says the VM runs (``resourceStatus``), None when it says nothing.
     place: HostPlace | None = None
+    #: The last part of ``machineType``, e.g. ``a3-megagpu-8g``.
+    machine_type: str | None = None
+    #: ``scheduling.provisioningModel`` (``RESERVATION_BOUND``, ``SPOT``...).
+    provisioning_model: str | None = None
+    #: ``reservationAffinity.consumeReservationType``.
+    reservation_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,14 +224,47 @@ def recheck(
     if pool_name is None:
         reasons.append("the node pool is unknown, so the circuit breaker cannot be checked")
     reasons += fleet_reasons(pool, policy, pool_name, suspect=target.node)
-    if policy.host_action is HostAction.DELETE and (
-        deletions_last_hour >= policy.max_deletions_per_hour
-    ):
+    path = approved_path(target, policy)
+    if path is RepairPath.GKE and node is not None and instance is not None:
+        reasons += _gke_reasons(node, instance)
+    # Every path takes a host out of service: one hourly budget for all of them.
+    if deletions_last_hour >= policy.max_deletions_per_hour:
         reasons.append(
-            f"{deletions_last_hour} VM deletion(s) in cluster {target.cluster or '?'} in the last "
-            f"hour (limit {policy.max_deletions_per_hour})"
+            f"{deletions_last_hour} host repair(s) (VM deletions, host reports, hand-overs to "
+            f"GKE) in cluster {target.cluster or '?'} in the last hour (limit "
+            f"{policy.max_deletions_per_hour})"
         )
     return reasons
+
+
+def approved_path(target: Target, policy: RemediationPolicy) -> RepairPath:
+    """The path the approval was for; an approval from before paths existed keeps what its
+    card said then: delete the VM, or report its host when the policy says report."""
+    if target.repair_path is not None:
+        return target.repair_path
+    return RepairPath.REPORT if policy.repair is RepairPolicy.REPORT else RepairPath.DELETE
+
+
+def _gke_reasons(node: NodeState, instance: InstanceState) -> list[str]:
+    """The approved ``gke`` path, checked again with Compute's word on the reservation."""
+    facts = HostFacts(
+        node.name,
+        machine_type=node.labels.get(MACHINE_TYPE_LABEL) or instance.machine_type,
+        version=node.kubelet_version,
+        reservation=node.labels.get(RESERVATION_LABEL),
+        provisioning_model=instance.provisioning_model,
+        reservation_type=instance.reservation_type,
+    )
+    blockers = gke_blockers(facts, confirm_reservation=True)
+    if instance.status != "RUNNING":
+        # "Your GKE node must be in a RUNNING state."
+        blockers.append(f"VM {instance.name} is {instance.status}, not RUNNING")
+    if not blockers:
+        return []
+    return [
+        "the approved repair path gke (GKE's report-and-replace) does not apply: "
+        f"{'; '.join(blockers)}; a new approval for another path is needed"
+    ]
 
 
 def _host_reasons(target: Target, node: NodeState | None, instance: InstanceState) -> list[str]:
@@ -322,6 +375,14 @@ def cordon_annotations(incident_id: str, approval: Approval, now: datetime) -> d
         f"{ANNOTATION_PREFIX}approved-by": f"{approval.actor} via {approval.platform.value}",
         f"{ANNOTATION_PREFIX}cordoned-at": format_rfc3339(now),
     }
+
+
+def hand_over_annotations(incident_id: str, approval: Approval, now: datetime) -> dict[str, str]:
+    """What the ``gke`` path leaves on the node beside GKE's label: who handed it over."""
+    notes = cordon_annotations(incident_id, approval, now)
+    notes.pop(f"{ANNOTATION_PREFIX}cordoned-at")
+    notes[f"{ANNOTATION_PREFIX}handed-to-gke-at"] = format_rfc3339(now)
+    return notes
 
 
 def delete_request_id(incident_id: str, approval_id: str) -> str:

@@ -19,6 +19,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
+from loopbreaker.approval.repair import DisruptionSchedule, FaultReason
 from loopbreaker.remediation.rules import InstanceState, NodeState, PodState
 
 
@@ -39,6 +40,12 @@ class Nodes(Protocol):
         """Mark unschedulable (re-reads first: already cordoned is done); what happened."""
         ...
 
+    def label(
+        self, name: str, labels: Mapping[str, str | None], annotations: Mapping[str, str]
+    ) -> str:
+        """Set (None: remove) labels and add annotations in one patch; what happened."""
+        ...
+
     def pods_on(self, node: str) -> Sequence[PodState]: ...
 
     def evict(self, pod: PodState) -> Eviction: ...
@@ -57,10 +64,31 @@ class Vms(Protocol):
         ...
 
     def report_host_faulty(
-        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+        self,
+        project: str,
+        zone: str,
+        name: str,
+        request_id: str,
+        expected_id: str,
+        report: HostReport,
     ) -> str:
         """``instances.reportHostAsFaulty`` and wait; the operation's name."""
         ...
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """The body of ``instances.reportHostAsFaulty``: one fault reason and the schedule."""
+
+    behavior: FaultReason
+    description: str
+    schedule: DisruptionSchedule = DisruptionSchedule.IMMEDIATE
+
+    def summary(self) -> str:
+        return (
+            f"disruptionSchedule={self.schedule.value} faultReasons[0].behavior="
+            f"{self.behavior.value}"
+        )
 
 
 class SupportCases(Protocol):
@@ -156,6 +184,16 @@ class DryRunNodes:
         )
         return "would cordon"
 
+    def label(
+        self, name: str, labels: Mapping[str, str | None], annotations: Mapping[str, str]
+    ) -> str:
+        shown = ", ".join(f"{k}={v}" if v is not None else f"{k}-" for k, v in labels.items())
+        self._recorder.record(
+            f"PATCH /api/v1/nodes/{name} labels {shown} annotations "
+            + ", ".join(sorted(annotations))
+        )
+        return f"would label {shown}"
+
     def pods_on(self, node: str) -> Sequence[PodState]:
         return self._reads.pods_on(node)
 
@@ -189,11 +227,17 @@ class DryRunVms:
         return "(dry run)"
 
     def report_host_faulty(
-        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+        self,
+        project: str,
+        zone: str,
+        name: str,
+        request_id: str,
+        expected_id: str,
+        report: HostReport,
     ) -> str:
         self._recorder.record(
             f"POST /compute/v1/projects/{project}/zones/{zone}/instances/{name}"
-            f"/reportHostAsFaulty?requestId={request_id}"
+            f"/reportHostAsFaulty?requestId={request_id} {report.summary()}"
         )
         return "(dry run)"
 
@@ -228,6 +272,11 @@ class LazyNodes:
 
     def cordon(self, name: str, annotations: Mapping[str, str]) -> str:
         return self._get().cordon(name, annotations)
+
+    def label(
+        self, name: str, labels: Mapping[str, str | None], annotations: Mapping[str, str]
+    ) -> str:
+        return self._get().label(name, labels, annotations)
 
     def pods_on(self, node: str) -> Sequence[PodState]:
         return self._get().pods_on(node)

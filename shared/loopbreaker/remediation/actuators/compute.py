@@ -15,6 +15,7 @@ from typing import Any
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.errors import ActionFailed, SourceUnavailable
 from loopbreaker.model import HostPlace
+from loopbreaker.remediation.actuators import HostReport
 from loopbreaker.remediation.rules import InstanceState
 
 #: How long to wait for a zone operation in all (each ``wait`` call returns within ~2 min).
@@ -72,8 +73,16 @@ class ComputeVms:
             raise ActionFailed(f"cannot read VM {name}: {_text(exc)}", status=_status(exc)) from exc
         except gexc.GoogleAPIError as exc:
             raise ActionFailed(f"cannot read VM {name}: {exc}") from exc
+        scheduling = found.scheduling if "scheduling" in found else None
+        affinity = found.reservation_affinity if "reservation_affinity" in found else None
         return InstanceState(
-            name=found.name, id=str(found.id), status=found.status, place=place_of(found)
+            name=found.name,
+            id=str(found.id),
+            status=found.status,
+            place=place_of(found),
+            machine_type=found.machine_type.rsplit("/", 1)[-1] or None,
+            provisioning_model=(scheduling.provisioning_model or None) if scheduling else None,
+            reservation_type=(affinity.consume_reservation_type or None) if affinity else None,
         )
 
     def delete_instance(
@@ -95,17 +104,22 @@ class ComputeVms:
         )
 
     def report_host_faulty(
-        self, project: str, zone: str, name: str, request_id: str, expected_id: str
+        self,
+        project: str,
+        zone: str,
+        name: str,
+        request_id: str,
+        expected_id: str,
+        report: HostReport,
     ) -> str:
         from google.cloud import compute_v1
 
         instances, _ = self._clients()
         body = compute_v1.InstancesReportHostAsFaultyRequest(
-            disruption_schedule="IMMEDIATE",
+            disruption_schedule=report.schedule.value,
             fault_reasons=[
                 compute_v1.InstancesReportHostAsFaultyRequestFaultReason(
-                    behavior="PERFORMANCE",
-                    description="repeated host errors seen by loopbreaker",
+                    behavior=report.behavior.value, description=report.description
                 )
             ],
         )

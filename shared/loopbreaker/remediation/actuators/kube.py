@@ -122,6 +122,19 @@ class KubernetesNodes:
         )
         return "cordoned"
 
+    def label(
+        self, name: str, labels: Mapping[str, str | None], annotations: Mapping[str, str]
+    ) -> str:
+        """Set (None: remove) node labels and add annotations, in one merge patch."""
+        api = self._core()
+        body = {"metadata": {"labels": dict(labels), "annotations": dict(annotations)}}
+        shown = ", ".join(f"{k}={v}" if v is not None else f"{k}-" for k, v in labels.items())
+        self._call(
+            f"label node {name}",
+            lambda: api.patch_node(name, body, _request_timeout=self._timeout),
+        )
+        return f"labelled {shown}"
+
     def pods_on(self, node: str) -> Sequence[PodState]:
         api = self._core()
         raw = self._call(
@@ -256,6 +269,9 @@ def node_state(obj: Any) -> NodeState:
         instance_id=str(instance_id) if instance_id else None,
         annotations=annotations,
         taints=node_taints(spec.get("taints")),
+        kubelet_version=_text(
+            ((obj.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")
+        ),
     )
 
 
