@@ -6,12 +6,13 @@ locals {
     "AND resource.labels.service_name=(${join(" OR ", [for name, fn in local.deployed : "\"${local.name_prefix}${fn.name}\""])})",
   ])
   log_metric_types = {
-    entries_rejected      = "logging.googleapis.com/user/${google_logging_metric.entries_rejected.name}"
-    incident_outcomes     = "logging.googleapis.com/user/${google_logging_metric.incident_outcomes.name}"
-    incidents_opened      = "logging.googleapis.com/user/${google_logging_metric.incidents_opened.name}"
-    remediation_approvals = "logging.googleapis.com/user/${google_logging_metric.remediation_approvals.name}"
-    remediation_steps     = "logging.googleapis.com/user/${google_logging_metric.remediation_steps.name}"
-    seconds_to_verified   = "logging.googleapis.com/user/${google_logging_metric.seconds_to_verified.name}"
+    accelerator_hours_lost = "logging.googleapis.com/user/${google_logging_metric.accelerator_hours_lost.name}"
+    entries_rejected       = "logging.googleapis.com/user/${google_logging_metric.entries_rejected.name}"
+    incident_outcomes      = "logging.googleapis.com/user/${google_logging_metric.incident_outcomes.name}"
+    incidents_opened       = "logging.googleapis.com/user/${google_logging_metric.incidents_opened.name}"
+    remediation_approvals  = "logging.googleapis.com/user/${google_logging_metric.remediation_approvals.name}"
+    remediation_steps      = "logging.googleapis.com/user/${google_logging_metric.remediation_steps.name}"
+    seconds_to_verified    = "logging.googleapis.com/user/${google_logging_metric.seconds_to_verified.name}"
   }
 }
 
@@ -147,6 +148,47 @@ resource "google_logging_metric" "seconds_to_verified" {
       num_finite_buckets = 16
       growth_factor      = 2
       scale              = 60
+    }
+  }
+}
+
+# What each restart loop cost, logged by on_schedule with every diagnosis of a loop
+# (accelerators x (downtime + lost progress), docs/diagnosis.md "Cost"). An incident is
+# diagnosed again as signals arrive: jsonPayload.accelerator_hours_added is what each
+# diagnosis adds to the previous one, so the sum counts every loop once. A loop whose cost
+# the evidence cannot give logs no figure and is not counted.
+resource "google_logging_metric" "accelerator_hours_lost" {
+  project     = var.project_id
+  name        = "${local.metric_prefix}accelerator_hours_lost"
+  description = "Accelerator-hours lost to restart loops (jsonPayload.accelerator_hours_added of incident_diagnosed), by root cause."
+  filter      = "${local.function_logs} AND jsonPayload.event=\"incident_diagnosed\" AND jsonPayload.accelerator_hours_added>0"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "h"
+    labels {
+      key         = "root_cause"
+      value_type  = "STRING"
+      description = "The diagnosis' root cause (faulty_host, nccl_timeout, ...)."
+    }
+    labels {
+      key         = "accelerator"
+      value_type  = "STRING"
+      description = "The accelerator GKE's node labels name (nvidia-h100-80gb, tpu-v5p-slice), when known."
+    }
+  }
+  value_extractor = "EXTRACT(jsonPayload.accelerator_hours_added)"
+  label_extractors = {
+    root_cause  = "EXTRACT(jsonPayload.root_cause)"
+    accelerator = "EXTRACT(jsonPayload.accelerator)"
+  }
+  # 0.1 accelerator-hour .. about 3,300, doubling.
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 16
+      growth_factor      = 2
+      scale              = 0.1
     }
   }
 }

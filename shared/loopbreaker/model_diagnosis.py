@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -231,6 +232,8 @@ class TicketDraft:
     requested_action: str
     #: The fault reason for the support case and ``reportHostAsFaulty``, when known.
     fault_reason: str | None = None
+    #: What the loop cost, in one sentence (support cases ask for the business impact).
+    business_impact: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -253,7 +256,62 @@ class TicketDraft:
             "queries": [{"language": q.language.value, "text": q.text} for q in self.queries],
             "requested_action": self.requested_action,
             "fault_reason": self.fault_reason,
+            "business_impact": self.business_impact,
         }
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a restart loop cost (:mod:`loopbreaker.diagnosis.cost`); None figures are
+    unknown, and ``missing`` says why."""
+
+    accelerator: str | None
+    accelerators: int | None
+    restarts: int
+    downtime_s: float | None
+    lost_progress_s: float | None
+    accelerator_hours: float | None
+    ettr: float | None
+    basis: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accelerator": self.accelerator,
+            "accelerators": self.accelerators,
+            "restarts": self.restarts,
+            "downtime_s": _round(self.downtime_s),
+            "lost_progress_s": _round(self.lost_progress_s),
+            "accelerator_hours": _round(self.accelerator_hours, 2),
+            "ettr": _round(self.ettr, 3),
+            "basis": list(self.basis),
+            "missing": list(self.missing),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cost:
+        def number(name: str) -> float | None:
+            value = data.get(name)
+            return float(value) if isinstance(value, int | float) else None
+
+        count = data.get("accelerators")
+        return cls(
+            accelerator=data.get("accelerator"),
+            accelerators=count if isinstance(count, int) else None,
+            restarts=int(data["restarts"]),
+            downtime_s=number("downtime_s"),
+            lost_progress_s=number("lost_progress_s"),
+            accelerator_hours=number("accelerator_hours"),
+            ettr=number("ettr"),
+            basis=tuple(str(b) for b in data.get("basis") or ()),
+            missing=tuple(str(m) for m in data.get("missing") or ()),
+        )
+
+
+def _round(value: float | None, digits: int = 0) -> float | None:
+    if value is None:
+        return None
+    return round(value, digits) if digits else float(round(value))
 
 
 @dataclass(frozen=True)
@@ -273,6 +331,8 @@ class Diagnosis:
     missing_evidence: tuple[str, ...]
     summary: str
     queries_run: int = 0
+    #: The cost of the restart loop; None when there is no loop.
+    cost: Cost | None = None
 
     @property
     def partial(self) -> bool:

@@ -171,6 +171,9 @@ class NodeInfo:
     kubelet_version: str | None = None
     #: The reservation GKE's ``cloud.google.com/reservation-name`` label names.
     reservation: str | None = None
+    #: GKE's ``cloud.google.com/gke-accelerator`` (``nvidia-h100-80gb``) or
+    #: ``cloud.google.com/gke-tpu-accelerator`` (``tpu-v5p-slice``) label.
+    accelerator: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,9 @@ class PodInfo:
     #: ``job-index`` (which Job): see :mod:`loopbreaker.diagnosis.jobsets`.
     restart_attempt: int | None = None
     job_restart_attempt: int | None = None
+    #: Accelerators its containers request (``nvidia.com/gpu``, ``google.com/tpu``), summed;
+    #: None when it requests none.
+    accelerators: int | None = None
     jobset_uid: str | None = None
     job_key: str | None = None
 
@@ -272,6 +278,19 @@ class JobSetInfo:
     #: ``metadata.ownerReferences`` kind of its controller (``TrainJob``), if any.
     owner_kind: str | None = None
     owner_name: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointMark:
+    """A checkpoint save the job's own log line reports (:mod:`loopbreaker.diagnosis.progress`)."""
+
+    at: datetime
+    namespace: str | None
+    pod: str | None
+    #: The step (iteration) the line names, None when it names none.
+    step: int | None
+    #: Which framework's wording matched (``transformers``, ``megatron``...).
+    framework: str
 
 
 @dataclass(frozen=True)
@@ -340,6 +359,9 @@ class Evidence:
     jobsets: tuple[JobSetInfo, ...] | None = None
     #: Restart-attempt pod labels seen on log entries (``labels."k8s-pod/…"``).
     log_restart_attempts: tuple[RestartAttemptSeen, ...] | None = None
+    #: Checkpoint saves the job logged; None when no log file was read (live queries ask
+    #: Cloud Logging for failures only, never for progress lines).
+    checkpoints: tuple[CheckpointMark, ...] | None = None
     #: The restart series the source held before scoping, in short (metric and the
     #: labels that place it): what step 1 names when none is the workload's.
     restart_series_seen: tuple[str, ...] | None = None

@@ -194,6 +194,7 @@ def test_dashboard_covers_the_metrics() -> None:
         "logging_googleapis_com:user_loopbreaker_remediation_approvals",
         "logging_googleapis_com:user_loopbreaker_remediation_steps",
         "logging_googleapis_com:user_loopbreaker_entries_rejected",
+        "logging_googleapis_com:user_loopbreaker_accelerator_hours_lost_sum",
     ):
         assert metric in exprs, metric
 

@@ -26,7 +26,7 @@ from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.errors import ConfigError, InvalidInput, TransientError
 from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Verdict
 from loopbreaker.logs import event
-from loopbreaker.model import Context, Evidence, HostFailureRecord, Signal, SignalKind
+from loopbreaker.model import Context, Diagnosis, Evidence, HostFailureRecord, Signal, SignalKind
 from loopbreaker.remediation.queue import publish_approved
 
 #: An approval whose remediation request is still unpublished this long after the
@@ -204,7 +204,13 @@ class Settling(ResponderState):
             return
         if holder is not None:
             count = stored.incident.signal_count
-            self.store.update(holder, lambda h: incidents.note_linked(h, incident_id, count, now))
+            spent = record.document.get("cost")
+            held = self.store.update(
+                holder, lambda h: incidents.note_linked(h, incident_id, count, now, spent)
+            )
+            if held.changed and held.incident is not None and spent:
+                # The approval card now says what the failure costs: post it again.
+                self._notify(held.incident, report)
         if tallied is not None and stored.incident.settle_at is None:
             # Signals that arrived during the diagnosis did not touch the head: look once
             # more after the settle time, and diagnose again only if there are any.
@@ -224,6 +230,8 @@ class Settling(ResponderState):
             queries=budget.spent,
             queries_refused=budget.refused,
             signal_count=stored.incident.signal_count,
+            # The log-based metric loopbreaker/accelerator_hours_lost sums the hours added.
+            **_cost_fields(diagnosis, incident),
         )
         self._notify(stored.incident, report)
 
@@ -435,3 +443,32 @@ class Settling(ResponderState):
         )
         result = self.store.ingest(arrival)
         return result.joined
+
+
+def _cost_fields(diagnosis: Diagnosis, before: Incident) -> dict[str, Any]:
+    """The restart loop's cost as JSON log fields (none without a loop).
+
+    An incident is diagnosed again as signals come in, its loop's cost growing each time:
+    ``accelerator_hours_added`` is what this diagnosis adds to the last one's, so a sum
+    over the log lines counts every loop once.
+    """
+    spent = diagnosis.cost
+    if spent is None:
+        return {}
+    earlier = before.diagnosis.document.get("cost") if before.diagnosis else None
+    was = earlier.get("accelerator_hours") if isinstance(earlier, Mapping) else None
+    # As the stored document holds it (two decimals), so the additions sum to it exactly.
+    now = spent.to_dict()["accelerator_hours"]
+    added = None
+    if now is not None:
+        added = max(now - (was if isinstance(was, int | float) else 0.0), 0.0)
+    return {
+        "accelerator_hours": now,
+        "accelerator_hours_added": added,
+        "accelerator": spent.accelerator,
+        "accelerators": spent.accelerators,
+        "downtime_s": spent.downtime_s,
+        "lost_progress_s": spent.lost_progress_s,
+        "physical_host": diagnosis.suspect_hosts[0].host if diagnosis.suspect_hosts else None,
+        "workload": diagnosis.context.workload,
+    }

@@ -22,9 +22,11 @@ from typing import Any, Protocol
 
 from loopbreaker.approval.repair import FAULT_BEHAVIOR_LABEL, GKE_FAULT_BEHAVIOR, RepairPath
 from loopbreaker.approval.requests import ActionRequest, Target, sign_token
+from loopbreaker.diagnosis import cost
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State, Verdict
 from loopbreaker.logs import event, get_logger
+from loopbreaker.model_diagnosis import Cost
 from loopbreaker.timeutil import format_rfc3339
 
 _SEVERITY = {
@@ -168,6 +170,10 @@ def render(
         total = document.get("restart_total")
         lifetime = f" (lifetime {total:g})" if isinstance(total, int | float) else ""
         facts.append(("Restarts in window", f"+{increase:g}{lifetime}"))
+    spent = _cost(document)
+    if spent is not None:
+        # One line: how bad it is, where people decide.
+        facts.append(("Cost", cost.line(spent).removeprefix("cost: ")))
     interruptions = {k: n for k, n in incident.counts.items() if k in _INTERRUPTIONS}
     if interruptions:
         facts.append(
@@ -210,6 +216,14 @@ def render(
         banner=pause_banner(pause) if pause else None,
         verification=verification_lines(incident),
     )
+
+
+def _cost(document: Mapping[str, Any]) -> Cost | None:
+    found = document.get("cost")
+    try:
+        return Cost.from_dict(found) if isinstance(found, Mapping) else None
+    except (KeyError, TypeError, ValueError):
+        return None  # a record from another version: no cost line rather than a wrong one
 
 
 def pause_banner(pause: PauseRecord) -> str:

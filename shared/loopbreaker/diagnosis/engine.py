@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from loopbreaker.diagnosis import maintenance, ticket, trainjobs
+from loopbreaker.diagnosis import cost, maintenance, ticket, trainjobs
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
 from loopbreaker.diagnosis.steps import workload_faults
@@ -186,6 +186,7 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
         f"step {s.number} {s.status.value}" for s in steps[1:3] if s.status is not StepStatus.DONE
     )
     findings = tuple(f for n in (1, 2, 3, 4) for f in notes.by_step[n])
+    spent = cost.estimate(context, evidence, signals, restarts.increase) if restarts.loop else None
     draft = None
     if cause is RootCause.FAULTY_HOST:
         draft = ticket.draft(
@@ -196,6 +197,8 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
             steps,
             interruptions.planned.in_window,
         )
+        if spent is not None:
+            draft = replace(draft, business_impact=cost.impact(spent))
     return Diagnosis(
         context=context,
         restart_loop=restarts.loop,
@@ -212,6 +215,7 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
         missing_evidence=missing,
         summary=_summary(cause, context, restarts, suspects, interruptions, faults, infra_gaps),
         queries_run=_run_count(steps),
+        cost=spent,
     )
 
 

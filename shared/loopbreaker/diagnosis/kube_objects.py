@@ -36,6 +36,8 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 SPOT_LABELS = ("cloud.google.com/gke-spot", "cloud.google.com/gke-preemptible")
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
+#: GKE's node labels naming the accelerator ("About GPUs in GKE", "About TPUs in GKE").
+ACCELERATOR_LABELS = ("cloud.google.com/gke-accelerator", "cloud.google.com/gke-tpu-accelerator")
 #: GKE annotates every node with its VM's numeric id.
 INSTANCE_ID_ANNOTATION = "container.googleapis.com/instance_id"
 
@@ -94,6 +96,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         machine_type=labels.get(MACHINE_TYPE_LABEL) or None,
         kubelet_version=_text(_map(_map(obj.get("status")).get("nodeInfo")).get("kubeletVersion")),
         reservation=labels.get(RESERVATION_LABEL) or None,
+        accelerator=next((labels[k] for k in ACCELERATOR_LABELS if labels.get(k)), None),
     )
 
 
@@ -144,12 +147,32 @@ def pod_info(obj: Mapping[str, Any]) -> PodInfo | None:
         status_reason=_str(status.get("reason")),
         status_message=_str(status.get("message")),
         containers=_containers(spec, status),
+        accelerators=_accelerators(spec),
         disruption_reason=disruption_reason,
         disruption_at=disruption_at,
         scheduled_at=scheduled_at,
         created_at=_time(meta.get("creationTimestamp")),
         **pod_attempt_fields(labels),
     )
+
+
+#: Extended resources of accelerators: NVIDIA's device plugin (``nvidia.com/gpu``) and GKE's
+#: TPU (``google.com/tpu``), as "About GPUs in GKE" / "Deploy TPU workloads in GKE" request
+#: them in ``resources.limits`` (extended resources need requests equal to limits).
+ACCELERATOR_RESOURCES = ("nvidia.com/gpu", "google.com/tpu")
+
+
+def _accelerators(spec: Mapping[str, Any]) -> int | None:
+    """The accelerators the pod's containers ask for, summed; None when none does."""
+    total = 0
+    for container in _list(spec.get("containers")):
+        resources = _map(_map(container).get("resources"))
+        asked = _map(resources.get("limits")) or _map(resources.get("requests"))
+        for name in ACCELERATOR_RESOURCES:
+            count = parse_quantity(asked.get(name))
+            if count is not None and count > 0:
+                total += int(count)
+    return total or None
 
 
 def parse_quantity(value: object) -> float | None:

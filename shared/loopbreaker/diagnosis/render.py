@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopbreaker.diagnosis import ticket, trainjobs
+from loopbreaker.diagnosis import cost, ticket, trainjobs
 from loopbreaker.model import Diagnosis, StepStatus
 
 
@@ -25,6 +25,7 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
         "missing_evidence": list(d.missing_evidence),
         "queries_run": d.queries_run,
         "ticket_draft": d.ticket_draft.to_dict() if d.ticket_draft else None,
+        "cost": d.cost.to_dict() if d.cost else None,
     }
 
 
@@ -43,6 +44,7 @@ def to_text(d: Diagnosis, *, show_queries: bool = False, note: str | None = None
         f"Verdict: {d.root_cause.value} → {r.path.value} (risk {r.risk.value}"
         f"{', needs human approval' if r.requires_approval else ''})",
         f"  {d.summary}",
+        *([f"  {cost.line(d.cost)}"] if d.cost else []),
         f"  {trainjobs.describe(ctx)}, "
         f"window {ctx.to_dict()['start_time']} .. {ctx.to_dict()['end_time']}",
     ]
@@ -88,6 +90,8 @@ def to_markdown(d: Diagnosis) -> str:
         f"- **Workload:** {trainjobs.describe(ctx)}",
         f"- **Window:** {ctx.to_dict()['start_time']} – {ctx.to_dict()['end_time']}",
     ]
+    if d.cost:
+        lines.append(f"- **Business impact:** {cost.impact(d.cost)}")
     if d.partial:
         lines.append(f"- **Partial:** missing {'; '.join(d.missing_evidence)}")
     lines += ["", "## Actions", ""] + [f"1. {a}" for a in r.actions]

@@ -27,6 +27,7 @@ from loopbreaker.diagnosis import trainjobs
 from loopbreaker.diagnosis.jobsets import LogAttempts, jobset_info, restart_series_seen
 from loopbreaker.diagnosis.kube_objects import items_of, job_restart, node_info, pod_info
 from loopbreaker.diagnosis.metric_vocabulary import canonical, choose, missing_reason
+from loopbreaker.diagnosis.progress import CheckpointLog
 from loopbreaker.diagnosis.telemetry_files import (
     LogFileCheck,
     read_json_document,
@@ -93,6 +94,8 @@ class LogRead:
     files: list[str] = field(default_factory=list)
     #: JobSet restart-attempt pod labels the entries carry (loopbreaker.diagnosis.jobsets).
     attempts: LogAttempts = field(default_factory=LogAttempts)
+    #: Checkpoint saves the job logged (loopbreaker.diagnosis.progress).
+    checkpoints: CheckpointLog = field(default_factory=CheckpointLog)
 
 
 def parse_openmetrics(text: str, *, source: str = METRICS_FILE) -> dict[str, list[Series]]:
@@ -204,6 +207,7 @@ def read_logs(paths: Iterable[Path], root: Path | None = None) -> LogRead:
             check.read()
             value = item.value
             result.attempts.add(value)
+            result.checkpoints.add(value)
             try:
                 found = triage(value)
             except InvalidLogEntry as exc:
@@ -307,6 +311,7 @@ def load_directory(directory: Path) -> Evidence:
         logs = read_logs(files, directory)
         values["signals"] = tuple(logs.signals)
         values["log_restart_attempts"] = logs.attempts.seen()
+        values["checkpoints"] = logs.checkpoints.marks()
         rejected = tuple(logs.rejected)
         sources[EvidenceKind.LOGS] = SourceStatus("file:" + ",".join(logs.files), True)
     else:

@@ -130,6 +130,8 @@ def to_markdown(ticket: TicketDraft) -> str:
     lines += ["", "## Queries used", ""]
     for q in ticket.queries:
         lines += [f"```{q.language.value}", q.text, "```"]
+    if ticket.business_impact:
+        lines += ["", "## Business impact", "", ticket.business_impact]
     lines += ["", "## Requested action", "", ticket.requested_action, ""]
     return "\n".join(lines)
 

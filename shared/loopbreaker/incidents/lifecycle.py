@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from loopbreaker.approval.requests import (
     ActionRequest,
@@ -209,10 +210,25 @@ def link(
     )
 
 
-def note_linked(holder: Incident, linked_id: str, signal_count: int, now: datetime) -> Incident:
-    """The holder's side of a link: its audit trail says what was merged into it."""
+def note_linked(
+    holder: Incident,
+    linked_id: str,
+    signal_count: int,
+    now: datetime,
+    cost: Mapping[str, Any] | None = None,
+) -> Incident:
+    """The holder's side of a link: its audit trail says what was merged into it.
+
+    ``cost``: the linked diagnosis' cost of the loop. A holder whose own diagnosis saw no
+    loop (a node-pool incident names no workload) shows it, so the card that asks for the
+    approval says how bad the failure is.
+    """
     if linked_id in holder.linked:
         return holder
+    diagnosis = holder.diagnosis
+    if cost and diagnosis is not None and not diagnosis.document.get("cost"):
+        document = {**diagnosis.document, "cost": dict(cost), "cost_from": linked_id}
+        holder = replace(holder, diagnosis=replace(diagnosis, document=document))
     return append_audit(
         replace(holder, linked=(*holder.linked, linked_id)),
         AuditEvent(

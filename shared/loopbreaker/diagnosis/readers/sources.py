@@ -357,6 +357,7 @@ def gather(
         log_restart_attempts=base.log_restart_attempts
         if origins[EvidenceKind.LOGS] is Origin.FILE
         else None,
+        checkpoints=base.checkpoints if origins[EvidenceKind.LOGS] is Origin.FILE else None,
         restart_series_seen=restart_series_seen(values.get("restarts")),
         restarts=values.get("restarts"),
         interruptions=values.get("interruptions"),
