@@ -75,17 +75,15 @@ def test_namespace_and_release_are_set_in_the_kustomization_only() -> None:
 
 
 def documented_overlay(directory: Path) -> Path:
-    """The guide's overlay example, written to ``directory`` with its remote bases made
-    local (the tests reach no network)."""
-    overlay = yaml.safe_load(guide_block("overlay-example"))
-    remote = "https://github.com/loopbreaker/loopbreaker//deploy/prometheus"
-    local = os.path.relpath(PROMETHEUS, directory)
-    assert overlay["resources"] == [f"{remote}?ref=main"]
-    assert overlay["components"] == [f"{remote}/runbook-urls?ref=main"]
-    overlay["resources"] = [local]
-    overlay["components"] = [f"{local}/runbook-urls"]
+    """The guide's overlay example, verbatim, in ``directory``, with this checkout next to
+    it as ``../loopbreaker``: the layout the example's comment tells the user to have."""
+    text = guide_block("overlay-example")
+    overlay = yaml.safe_load(text)
+    assert overlay["resources"] == ["../loopbreaker/deploy/prometheus"]
+    assert overlay["components"] == ["../loopbreaker/deploy/prometheus/runbook-urls"]
+    (directory.parent / "loopbreaker").symlink_to(ROOT, target_is_directory=True)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
+    (directory / "kustomization.yaml").write_text(text)
     return directory
 
 

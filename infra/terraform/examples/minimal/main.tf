@@ -8,9 +8,14 @@
 #   2. export TF_VAR_slack_bot_token=xoxb-...
 #      export TF_VAR_slack_signing_secret=...
 #      export TF_VAR_action_signing_key="$(openssl rand -base64 32)"
+#      export TF_VAR_alert_webhook_token="$(openssl rand -hex 32)"  # kube-prometheus-stack
 #   3. terraform init
 #      terraform apply -var project_id=my-training-project -var cluster=train-a \
-#        -var slack_channel=C0123456789 -var 'approvers=["U0123456789"]'
+#        -var slack_channel=C0123456789 -var 'approvers=["U0123456789"]' \
+#        -var 'node_pools=["a3-gpu-pool"]'
+#
+# The README's module block (README.md, "Deploy it") sets the same inputs; a test
+# (tests/deploy/test_docs_deploy.py) keeps the two in step.
 
 terraform {
   required_version = ">= 1.5"
@@ -61,6 +66,24 @@ variable "approvers" {
   description = "Slack user ids (U...) who may approve a remediation."
 }
 
+variable "node_pools" {
+  type        = list(string)
+  description = "Names of the GPU node pools remediation may touch (gcloud container node-pools list), not machine types."
+}
+
+variable "enable_alertmanager_webhook" {
+  type        = bool
+  description = "Deploy on_alertmanager_webhook for alerts from kube-prometheus-stack (docs/prometheus.md); false needs no alert_webhook_token."
+  default     = true
+}
+
+variable "alert_webhook_token" {
+  type        = string
+  description = "Bearer token Alertmanager sends to on_alertmanager_webhook: openssl rand -hex 32."
+  default     = null
+  sensitive   = true
+}
+
 variable "slack_bot_token" {
   type        = string
   description = "The Slack app's bot token (xoxb-...)."
@@ -96,8 +119,8 @@ module "loopbreaker" {
   region     = var.region
   clusters   = [var.cluster]
 
-  # The cluster's GPU pool only; the system pool is never touched.
-  node_pools = ["a3-highgpu-8g"]
+  # The cluster's GPU node pools by name; the system pool is never touched.
+  node_pools = var.node_pools
 
   notifier             = "slack"
   slack_channel        = var.slack_channel
@@ -105,6 +128,11 @@ module "loopbreaker" {
   slack_bot_token      = var.slack_bot_token
   slack_signing_secret = var.slack_signing_secret
   action_signing_key   = var.action_signing_key
+
+  # Alerts from kube-prometheus-stack (docs/prometheus.md); the token is the webhook Secret's.
+  enable_alertmanager_webhook = var.enable_alertmanager_webhook
+  alert_webhook_token         = var.alert_webhook_token
+  alert_cluster               = var.cluster # alerts with no cluster label are this one's
 
   # Keep in dry run until a planned remediation has been read and found right.
   dry_run = true
