@@ -10,6 +10,8 @@ from loopbreaker.errors import InvalidContext
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
 )
+#: A timestamp complete but for its offset: the one mistake worth its own message.
+_NO_ZONE = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?$")
 #: Accepted years. Windows, history look-backs and retention add days to an entry's time;
 #: bounds well inside datetime's range keep that arithmetic from overflowing.
 MIN_YEAR = 1970
@@ -30,6 +32,11 @@ def parse_rfc3339(value: str, *, what: str = "time") -> datetime:
             raise InvalidContext(
                 f"{what} {value!r} is a relative time; give an exact RFC 3339 timestamp "
                 "such as 2026-05-20T08:15:00Z"
+            )
+        if _NO_ZONE.match(text):
+            raise InvalidContext(
+                f"{what} {value!r} has no time zone: add Z for UTC or an offset such as "
+                f"+00:00 (e.g. {text[:10]}T{text[11:]}Z)"
             )
         raise InvalidContext(
             f"{what} {value!r} is not an RFC 3339 timestamp (e.g. 2026-05-20T08:15:00Z)"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
-import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from loopbreaker import __version__, logs
+from loopbreaker.cli import console
 from loopbreaker.errors import InvalidInput, StoreError, TransientError
 
 # Each module registers one or more subcommands; argparse calls ``args.handler(args)``.
@@ -22,10 +25,60 @@ _COMMAND_MODULES = (
 )
 
 
+_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    """Every (sub)command's parser: errors name the subcommand's usage and suggest."""
+
+    def error(self, message: str) -> NoReturn:
+        choice = _CHOICE.search(message)
+        if choice:
+            options = re.findall(r"'([^']*)'", choice["choices"])
+            message += _did_you_mean(choice["word"], options)
         self.print_usage(sys.stderr)
-        self.exit(2, f"loopbreaker: error: {message}\n")
+        console.error(message)
+        self.exit(2)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        # Subparsers hand unknown words up to the top parser, which would print its own
+        # usage: find the subcommand they belong to and let its parser complain.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            leaf = _chosen(self, parsed)
+            leaf.error(_unrecognized(leaf, self, extras))
+        return parsed
+
+
+def _chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost subcommand parser that ``parsed`` went through."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(parsed, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[name]
+
+
+def _unrecognized(
+    leaf: argparse.ArgumentParser, top: argparse.ArgumentParser, extras: list[str]
+) -> str:
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    for word in extras:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("-"):
+            continue
+        if leaf is not top and flag in top._option_string_actions:
+            return f"{message} ({flag} goes before the command: loopbreaker {flag} COMMAND ...)"
+        return message + _did_you_mean(flag, list(leaf._option_string_actions))
+    return message
+
+
+def _did_you_mean(word: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +122,20 @@ _INPUTS = ("telemetry", "paths", "store", "id", "prometheus_url", "kubeconfig")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    saved = console.track()
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here when the output was buffered
+    except BrokenPipeError:
+        # The reader (`| head`) went away: not an error, as in other Unix tools.
+        console.silence_stdout()
+        return 0
+    finally:
+        console.untrack(saved)
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = _LEVELS[min(args.verbose, len(_LEVELS) - 1)]
@@ -76,22 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except InvalidInput as exc:
-        print(f"loopbreaker: error: {exc}", file=sys.stderr)
+        console.error(str(exc))
         return 2
     except (TransientError, StoreError) as exc:
-        print(f"loopbreaker: error: {exc} (try again later)", file=sys.stderr)
+        console.error(f"{exc} (try again later)")
         return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader (e.g. `| head`) went away: stop quietly, as other CLI tools do.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        raise
     except Exception as exc:  # the last line of defence: one line, never a traceback
         if args.debug:
             raise
-        print(f"loopbreaker: error: {_unexpected(args, exc)}", file=sys.stderr)
+        console.error(_unexpected(args, exc))
         return 1
     return code
 

@@ -72,15 +72,13 @@ def parse_until(raw: str, now: datetime) -> datetime:
     try:
         return parse_rfc3339(raw, what="--until")
     except InvalidContext as exc:
-        raise InvalidInput(
-            f"--until {raw!r}: expected an RFC 3339 time (2026-05-20T18:00:00Z) or a "
-            "duration (2h, 30m)"
-        ) from exc
+        # The time parser's words (a missing zone, say), and the other form accepted.
+        raise InvalidInput(f"{exc}; or give a duration from now (2h, 30m)") from exc
 
 
 def run_pause(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
-    now = datetime.now(UTC)
+    now = datetime.now(UTC).replace(microsecond=0)  # shown to people: whole seconds
     until = parse_until(args.until, now) if args.until else None
     record = new_pause(_who(args.by), args.reason, now, until)
     store = open_store(args.store, settings)
@@ -95,8 +93,15 @@ def run_pause(args: argparse.Namespace) -> int:
         print(f"already {held.describe()}; nothing changed (resume first to change it)")
         return 1
     print(f"remediation {record.describe()}")
-    print("approvals are refused and the executor acts on nothing until `loopbreaker resume`")
+    print(f"approvals are refused and the executor acts on nothing {_ends(record.until)}")
     return 0
+
+
+def _ends(until: datetime | None) -> str:
+    """When the pause ends, as the store will apply it (a timed pause lapses by itself)."""
+    if until is None:
+        return "until `loopbreaker resume`"
+    return f"until {format_rfc3339(until)}, when the pause ends by itself, or `loopbreaker resume`"
 
 
 def run_resume(args: argparse.Namespace) -> int:

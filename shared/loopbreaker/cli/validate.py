@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 
+from loopbreaker.argtypes import TIMEOUT_SECONDS
+from loopbreaker.cli import console
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
 from loopbreaker.diagnosis.readers.sources_cli import (
     add_auth_flags,
     http_url,
-    positive_float,
     prometheus_auth_from_args,
 )
 from loopbreaker.diagnosis.validate_queries import (
@@ -61,7 +62,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also check this query (LANG promql or lql; repeatable), e.g. while editing templates",
     )
     parser.add_argument(
-        "--timeout", type=positive_float, default=30.0, help="live request timeout in seconds"
+        "--timeout",
+        type=TIMEOUT_SECONDS,
+        default=30.0,
+        metavar="SECONDS",
+        help=f"live request timeout, {TIMEOUT_SECONDS.range} seconds (default: 30)",
     )
     parser.set_defaults(handler=run)
 
@@ -128,14 +133,8 @@ def run(args: argparse.Namespace) -> int:
     live = [r for r in skipped if r.check.startswith("live ")]
     if live:
         # A live check was asked for and could not run: that is not a pass.
-        print(
-            f"loopbreaker: error: {len(live)} live check(s) could not run: {live[0].message}",
-            file=sys.stderr,
-        )
+        console.error(f"{len(live)} live check(s) could not run: {live[0].message}")
         return 1
     if skipped:
-        print(
-            f"warning: {len(skipped)} check(s) skipped: {skipped[0].message}",
-            file=sys.stderr,
-        )
+        console.line(f"warning: {len(skipped)} check(s) skipped: {skipped[0].message}")
     return 0 if report.ok else 1

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loopbreaker.argtypes import TIMEOUT_SECONDS, bounded_int
 from loopbreaker.diagnosis.readers.options import (
     DEFAULT_MAX_LOG_ENTRIES,
     DEFAULT_SOURCE_TIMEOUT,
@@ -18,6 +18,9 @@ from loopbreaker.errors import InvalidInput
 
 if TYPE_CHECKING:
     from loopbreaker.model import Context, Evidence
+
+#: ``--max-log-entries`` at most: one diagnosis reads a window, not the project's history.
+MAX_LOG_ENTRIES = 100_000
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -84,16 +87,18 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--source-timeout",
         metavar="SECONDS",
-        type=positive_float,
+        type=TIMEOUT_SECONDS,
         default=DEFAULT_SOURCE_TIMEOUT,
-        help=f"timeout of each live request (default {DEFAULT_SOURCE_TIMEOUT:g})",
+        help=f"timeout of each live request, {TIMEOUT_SECONDS.range} seconds "
+        f"(default {DEFAULT_SOURCE_TIMEOUT:g})",
     )
     group.add_argument(
         "--max-log-entries",
         metavar="N",
-        type=_positive_int,
+        type=bounded_int(1, MAX_LOG_ENTRIES),
         default=DEFAULT_MAX_LOG_ENTRIES,
-        help=f"log entries read live at most (default {DEFAULT_MAX_LOG_ENTRIES})",
+        help=f"log entries read live at most, 1 to {MAX_LOG_ENTRIES} "
+        f"(default {DEFAULT_MAX_LOG_ENTRIES})",
     )
 
 
@@ -195,16 +200,6 @@ def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
     return gather(context, options_from_args(args))
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
 def http_url(text: str) -> str:
     """An http(s) base URL with a host, no query and no fragment (paths are appended)."""
     from urllib.parse import urlsplit
@@ -236,13 +231,3 @@ def cluster_label_name(text: str) -> str:
     raise argparse.ArgumentTypeError(
         f"not a label name: {text!r} (e.g. cluster, cluster_name, or none)"
     )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
