@@ -129,10 +129,19 @@ def test_report_of_a_verified_remediation(
     assert (figures["remediated"], figures["verified"], figures["recurred"]) == (1, 1, 0)
     assert figures["verified_share"] == 1.0 and figures["recurred_share"] == 0.0
     seconds = figures["seconds"]
-    assert seconds["to_diagnosis"]["count"] == 2  # both incidents were diagnosed
-    for stage in ("to_approval", "to_remediated", "to_verified"):
-        assert seconds[stage]["count"] == 1 and seconds[stage]["median"] is not None
-    assert seconds["to_verified"]["median"] > seconds["to_remediated"]["median"]
+    for stage in ("signal_to_diagnosis", "first_signal_to_diagnosis"):
+        assert seconds[stage]["count"] == 2  # both incidents were diagnosed
+    assert (
+        seconds["signal_to_diagnosis"]["median"] <= seconds["first_signal_to_diagnosis"]["median"]
+    )
+    # The wall-clock steps after the approval, measured apart from the event-time ones.
+    wall = figures["wall_clock_seconds"]
+    assert done.remediation is not None and done.remediation.finished_at is not None
+    assert wall["approval_to_remediated"]["median"] == (
+        (done.remediation.finished_at - incident.approval.at).total_seconds()
+    )
+    assert wall["remediated_to_verified"]["count"] == 1
+    assert wall["remediated_to_verified"]["median"] >= timedelta(hours=2).total_seconds()
     # The faulty host failed twice in the scenario: a repeat offender.
     assert figures["repeat_offender_hosts"][0]["host"] == R.HOST
     code, text, _ = run(capsys, "incidents", "report", "--since", "366d", "--store", str(path))

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import math
 import os
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +16,17 @@ from loopbreaker.app.settings import (
     StoreKind,
     StoreSpec,
     load_settings,
-    parse_duration,
 )
 from loopbreaker.errors import InvalidInput
-from loopbreaker.incidents import Incident, PauseRecord, State, verifying
+from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.base import IncidentStore
-from loopbreaker.logs import event, get_logger
-from loopbreaker.model import HostFailureRecord
 from loopbreaker.timeutil import format_rfc3339
 
 LIST_LIMIT = 1000
-#: Incidents the report reads (most recently opened first).
-REPORT_LIMIT = 5000
+#: Where local stores live (the default one, the demo's, a replay's --store ...).
+LOCAL_STORES = Path(".loopbreaker")
+#: Stores a missing-store message names at most.
+HINTS = 5
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,8 +75,26 @@ def store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_store(raw: str | None, settings: Settings) -> IncidentStore:
-    """The store ``--store`` names; a SQLite file must exist (no typo creates a new one)."""
+def store_hint(missing: Path, again: str | None) -> str:
+    """The SQLite stores under .loopbreaker/ (newest first), and how to use the newest."""
+    try:
+        found = [p for p in LOCAL_STORES.rglob("*.sqlite") if p.is_file() and p != missing]
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    found.sort(key=lambda p: (-p.stat().st_mtime, str(p)))
+    shown = ", ".join(str(p) for p in found[:HINTS])
+    more = f" and {len(found) - HINTS} more" if len(found) > HINTS else ""
+    use = f"{again} --store {found[0]}" if again else f"--store {found[0]}"
+    return f"; stores under {LOCAL_STORES}/: {shown}{more}; use one: {use}"
+
+
+def open_store(raw: str | None, settings: Settings, *, again: str | None = None) -> IncidentStore:
+    """The store ``--store`` names; a SQLite file must exist (no typo creates a new one).
+
+    ``again`` is the command line to repeat with ``--store``, named when the file is missing.
+    """
     spec = settings.store
     if raw:
         if raw == StoreKind.FIRESTORE.value:
@@ -93,7 +107,8 @@ def open_store(raw: str | None, settings: Settings) -> IncidentStore:
     if spec.kind is StoreKind.SQLITE:
         assert spec.path is not None
         if not spec.path.is_file():
-            raise InvalidInput(f"no incident store at {spec.path}")
+            hint = store_hint(spec.path, again)
+            raise InvalidInput(f"no incident store at {spec.path}{hint}")
     from loopbreaker.app.bootstrap import build_store  # the clients of one store only
 
     return build_store(replace(settings, store=spec))
@@ -135,6 +150,7 @@ def view(incident: Incident) -> dict[str, Any]:
             "audit": [a.to_dict() for a in incident.audit],
             "audit_dropped": incident.audit_dropped,
             "verification": incident.verification.to_dict() if incident.verification else None,
+            "linked_to": incident.linked_to,
             "linked": list(incident.linked),
         }
     )
@@ -143,7 +159,7 @@ def view(incident: Incident) -> dict[str, Any]:
 
 def run_list(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
-    store = open_store(args.store, settings)
+    store = open_store(args.store, settings, again="loopbreaker incidents list")
     try:
         states = {State(args.state)} if args.state else None
         found = store.list_incidents(states=states, limit=LIST_LIMIT)
@@ -167,7 +183,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
-    store = open_store(args.store, settings)
+    store = open_store(args.store, settings, again=f"loopbreaker incidents show {args.id}")
     try:
         incident = store.get(args.id)
     finally:
@@ -203,6 +219,10 @@ def to_text(incident: Incident) -> str:
             )
         elif d["target_reason"]:
             lines.append(f"  target:   none: {d['target_reason']}")
+    if v["linked_to"]:
+        lines.append(f"  linked:   to {v['linked_to']}, which holds the one approval")
+    if v["linked"]:
+        lines.append(f"  linked:   {', '.join(v['linked'])}")
     request = v["approval_request"]
     if request:
         lines.append(
@@ -234,161 +254,7 @@ def to_text(incident: Incident) -> str:
     return "\n".join(lines)
 
 
-# --- report ------------------------------------------------------------------------------
-
-#: The stages whose time from the first signal the report measures.
-STAGES = ("to_diagnosis", "to_approval", "to_remediated", "to_verified")
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    """Nearest-rank quantile (p50 = median of an odd count), None for no values."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q * len(ordered)))
-    return ordered[rank - 1]
-
-
-def report_figures(
-    found: list[Incident],
-    pauses: list[PauseRecord],
-    host_failures: list[HostFailureRecord],
-    *,
-    since: datetime,
-    now: datetime,
-) -> dict[str, Any]:
-    """The figures of ``incidents report`` (pure; also logged as structured fields)."""
-    from loopbreaker.app.responder import durations
-
-    chosen = [i for i in found if i.opened_at >= since]
-    by_cause: dict[str, dict[str, int]] = {}
-    for i in chosen:
-        cause = i.diagnosis.root_cause if i.diagnosis else "not_diagnosed"
-        row = by_cause.setdefault(cause, {})
-        row[i.state.value] = row.get(i.state.value, 0) + 1
-    stages: dict[str, list[float]] = {name: [] for name in STAGES}
-    for i in chosen:
-        for name, seconds in durations(i).items():
-            if seconds is not None:
-                stages[name.removeprefix("seconds_")].append(seconds)
-    remediated = [i for i in chosen if i.remediation and i.remediation.finished_at]
-    verified = [i for i in chosen if i.state is State.VERIFIED]
-    recurred = [i for i in chosen if i.state is State.RECURRED]
-    judged = len(verified) + len(recurred)
-    # Each remembered failure counts once (the engine merges observations of one failure;
-    # a recurrence after remediation is remembered as one more).
-    failures: dict[str, int] = {}
-    for record in host_failures:
-        failures[record.host] = failures.get(record.host, 0) + 1
-    ranked = sorted((-n, h) for h, n in failures.items() if n >= 2)
-    offenders = [{"host": h, "failures": -n} for n, h in ranked]
-    return {
-        "since": format_rfc3339(since),
-        "until": format_rfc3339(now),
-        "incidents": len(chosen),
-        "by_root_cause": {k: dict(sorted(v.items())) for k, v in sorted(by_cause.items())},
-        "seconds": {
-            name: {
-                "count": len(values),
-                "median": _quantile(values, 0.5),
-                "p90": _quantile(values, 0.9),
-            }
-            for name, values in stages.items()
-        },
-        "remediated": len(remediated),
-        "verified": len(verified),
-        "recurred": len(recurred),
-        "watching": sum(1 for i in chosen if verifying(i)),
-        "verified_share": round(len(verified) / judged, 3) if judged else None,
-        "recurred_share": round(len(recurred) / judged, 3) if judged else None,
-        "repeat_offender_hosts": offenders,
-        "pauses": [p.to_dict() for p in pauses],
-    }
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 120:
-        return f"{value:.0f}s"
-    if value < 7200:
-        return f"{value / 60:.1f}m"
-    return f"{value / 3600:.1f}h"
-
-
-def report_text(figures: dict[str, Any]) -> str:
-    lines = [
-        f"Incidents opened {figures['since']} .. {figures['until']}: {figures['incidents']}",
-        "",
-        "By root cause and state:",
-    ]
-    for cause, states in figures["by_root_cause"].items():
-        shown = ", ".join(f"{n} {state}" for state, n in states.items())
-        lines.append(f"  {cause:<24} {shown}")
-    if not figures["by_root_cause"]:
-        lines.append("  (none)")
-    lines += ["", "From the first signal      count  median     p90"]
-    for name, row in figures["seconds"].items():
-        label = name.replace("to_", "to ")
-        lines.append(
-            f"  {label:<24} {row['count']:>5}  {_seconds(row['median']):>7} "
-            f"{_seconds(row['p90']):>7}"
-        )
-
-    def share(value: float | None) -> str:
-        return "-" if value is None else f"{value:.0%}"
-
-    lines += [
-        "",
-        f"Remediated: {figures['remediated']}; verified {figures['verified']} "
-        f"({share(figures['verified_share'])}), recurred {figures['recurred']} "
-        f"({share(figures['recurred_share'])}), still watched {figures['watching']}",
-        "",
-        "Repeat-offender hosts:",
-    ]
-    for row in figures["repeat_offender_hosts"]:
-        lines.append(f"  {row['host']}  {row['failures']} failures")
-    if not figures["repeat_offender_hosts"]:
-        lines.append("  (none)")
-    lines += ["", "Pause periods:"]
-    for p in figures["pauses"]:
-        end = p["resumed_at"] or p["until"] or "(in force)"
-        lines.append(f"  {p['at']} .. {end}  by {p['by']}: {p['reason']}")
-    if not figures["pauses"]:
-        lines.append("  (none)")
-    return "\n".join(lines)
-
-
 def run_report(args: argparse.Namespace) -> int:
-    settings = load_settings(os.environ, runtime=Runtime.LOCAL)
-    try:
-        span = parse_duration(args.since)
-    except ValueError as exc:
-        raise InvalidInput(f"--since {args.since!r}: {exc}") from exc
-    now = datetime.now(UTC)
-    since = now - span
-    store = open_store(args.store, settings)
-    try:
-        found = store.list_incidents(limit=REPORT_LIMIT)
-        pauses = store.pauses(since)
-        names: set[str] = set()
-        for i in found:
-            names.update(i.hosts)
-            if i.approval is not None:
-                names.add(i.approval.target.physical_host)
-        history = store.host_history(names)
-    finally:
-        store.close()
-    figures = report_figures(found, pauses, history, since=since, now=now)
-    event(
-        get_logger("report"),
-        logging.INFO,
-        f"incidents report: {figures['incidents']} incident(s) since {figures['since']}",
-        event="incidents_report",
-        **{k: v for k, v in figures.items() if k not in ("since", "until")},
-    )
-    if args.format == "json":
-        print(json.dumps(figures, indent=2))
-    else:
-        print(report_text(figures))
-    return 0
+    from loopbreaker.cli.incidents_report import run
+
+    return run(args)
