@@ -23,11 +23,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="replay log-sink deliveries through the event-driven responder",
         description=(
             "Feed files of LogEntries (JSON array or JSON Lines; a directory is read as the "
-            "Cloud Storage sink layout), Pub/Sub push envelopes or Eventarc CloudEvents "
-            "through the same service as the on_log_entry function, with the SQLite store "
-            "and the console notifier; then settle and diagnose the incidents and print a "
-            "summary. Files are streamed; an item that cannot be decoded is reported as "
-            "rejected with its position and the rest is replayed. Logs go to stderr, the "
+            "Cloud Storage sink layout, its .json and .jsonl files), Pub/Sub push envelopes "
+            "or Eventarc CloudEvents through the same service as the on_log_entry function, "
+            "with the SQLite store and the console notifier, in event-time order, settling "
+            "and diagnosing the incidents each minute of event time as on_schedule would; "
+            "then print a summary. Files are streamed; an item that cannot be decoded is "
+            "reported as rejected with its position and the rest is replayed. Logs go to "
+            "stderr, the "
             "summary to stdout. Exit 2 when a file could be read only up to a break."
         ),
     )
