@@ -140,6 +140,10 @@ def test_an_nccl_loop_without_any_checkpoint_line(
     assert any("an upper bound: lost progress unknown" in b for b in cost["basis"])
     text = diagnose(directory, capsys, "text")
     assert "lost progress unknown" in text.splitlines()[2]
+    # The basis follows the steps, each figure with what it rests on or lacks.
+    basis = text.split("Cost basis:\n", 1)[1].splitlines()
+    assert basis[0] == "  - restarts: 3, as step 1 counted them"
+    assert "  - missing: lost progress: the logs show no checkpoint save of bert-ddp" in basis
 
 
 def test_a_tpu_slice(capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,6 +71,9 @@ def to_text(d: Diagnosis, *, show_queries: bool = False, note: str | None = None
             for q in step.queries:
                 if not q.deprecated:
                     lines.append(f"    [{q.language.value}] {q.text}".replace("\n", " "))
+    if d.cost:
+        lines += ["", "Cost basis:", *(f"  - {b}" for b in d.cost.basis)]
+        lines += [f"  - missing: {m}" for m in d.cost.missing]
     if d.ticket_draft:
         lines += ["", "Support ticket draft:", f"  {d.ticket_draft.title}"]
     return "\n".join(lines) + "\n"
@@ -101,6 +104,9 @@ def to_markdown(d: Diagnosis) -> str:
         for q in step.queries:
             if not q.deprecated:
                 lines += ["", f"```{q.language.value}", q.text, "```"]
+    if d.cost:
+        lines += ["", "## Cost", ""] + [f"- {b}" for b in d.cost.basis]
+        lines += [f"- Missing: {m}" for m in d.cost.missing]
     if d.ticket_draft:
         lines += ["", "---", "", ticket.to_markdown(d.ticket_draft)]
     return "\n".join(lines) + "\n"
