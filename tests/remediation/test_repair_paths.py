@@ -18,7 +18,7 @@ from typing import Any
 import chatkit as K
 import pytest
 import remedkit as R
-from fakes import FakeClock
+from fakes import FakeClock, RecordingSleep
 from fakeservers.gke_repair import FAULT_BEHAVIOR, STATUS
 
 from loopbreaker.app import replay
@@ -269,3 +269,19 @@ def test_a_fixed_gke_path_on_a_node_that_cannot_take_it_asks_for_no_approval(
         reason = incident.diagnosis.target_reason  # type: ignore[union-attr]
         assert "LOOPBREAKER_REPAIR_PATH=gke" in reason
         assert "machine type ct5p-hightpu-4t is not one report-and-replace supports" in reason
+
+
+def test_a_clock_that_stands_still_hands_over_to_a_redelivery_rather_than_spin(
+    a3: tuple[Path, Incident, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, incident, request = a3
+    with open_lab(a3, tmp_path) as lab:
+        node = incident.approval.target.node  # type: ignore[union-attr]
+        lab.kube.script[node] = "stall"
+        lab.sleep = RecordingSleep()  # sleeps, but the lab's clock never moves
+        with pytest.raises(TransientError, match="following it on redelivery"):
+            lab.remediator(LIVE, support=False).handle(dict(request))
+        assert 0 < len(lab.sleep.calls) <= 100
+        record = lab.incident(incident.id).remediation
+        assert record is not None and record.gke_status == "PodsEvicted"
+        assert lab.incident(incident.id).state is State.REMEDIATING

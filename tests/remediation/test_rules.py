@@ -49,3 +49,12 @@ def test_finished_pods_are_not_evicted(phase: str) -> None:
     running = PodState("ml", "worker-0", owner_kinds=("Job",), phase="Running")
     evict, skip = evictable([finished, running])
     assert evict == [running] and skip == [finished]
+
+
+def test_the_backoff_stays_capped_however_many_attempts() -> None:
+    from datetime import timedelta
+
+    from loopbreaker.remediation.rules import MAX_EVICTION_BACKOFF, backoff
+
+    assert backoff(1) == timedelta(seconds=5) and backoff(2) == timedelta(seconds=10)
+    assert backoff(10_000) == MAX_EVICTION_BACKOFF  # no OverflowError on a long wait

@@ -45,6 +45,9 @@ from loopbreaker.remediation.rules import (
 #: One invocation drains at most this long, then hands over to a redelivery (Cloud
 #: Functions end event handlers after 9 minutes); the drain timeout spans deliveries.
 INVOCATION_BUDGET = timedelta(minutes=7)
+#: Node reads one delivery makes while following GKE's report-and-replace (with backoff
+#: capped at a minute, the invocation budget ends far sooner).
+MAX_FOLLOW_READS = 100
 #: ``faultReasons[].description`` is kept short: Compute documents no limit, a case does.
 MAX_REPORT_DESCRIPTION = 256
 
@@ -366,7 +369,8 @@ class RemediationSteps(RemediatorCore):
                     f"{status or 'unset'} for {stall} (the {FAULT_BEHAVIOR_LABEL} label is "
                     f"{label})",
                 )
-            if now - started >= INVOCATION_BUDGET:
+            # The budget also caps the reads, should the clock stand still (it never spins).
+            if now - started >= INVOCATION_BUDGET or attempt >= MAX_FOLLOW_READS:
                 raise TransientError(
                     f"GKE's report-and-replace of {t.node} is at {status or 'no status yet'}; "
                     "following it on redelivery"

@@ -362,7 +362,8 @@ def evictable(pods: Iterable[PodState]) -> tuple[list[PodState], list[PodState]]
 
 def backoff(attempt: int) -> timedelta:
     """Wait before eviction attempt ``attempt`` + 1 after a 429."""
-    grown: timedelta = EVICTION_BACKOFF * 2 ** max(0, attempt - 1)
+    # The exponent is capped before it can overflow a timedelta on a long wait.
+    grown: timedelta = EVICTION_BACKOFF * 2 ** min(max(0, attempt - 1), 16)
     return min(grown, MAX_EVICTION_BACKOFF)
 
 
