@@ -373,3 +373,27 @@ def test_one_failure_merged_into_its_approval_is_counted_once(
     assert host["incidents"] == 1
     [unit] = host["units"]
     assert unit["total"] == pytest.approx(holder.diagnosis.document["cost"]["accelerator_hours"])
+
+
+def test_a_host_failure_two_incidents_remember_counts_once(tmp_path: Path) -> None:
+    """The replayed A3 failure: the node-pool incident and the workload's merged into it
+    both remember the host's two failures; the report counts two, not four."""
+    import remedkit as R
+
+    from loopbreaker.cli.incidents_report import report_figures
+
+    path = tmp_path / "incidents.sqlite"
+    R.approve_faulty(path, R.A3)
+    store = SqliteStore(path)
+    try:
+        chosen = store.list_incidents()
+        records = list(store.host_history({"d41c7e9a2b6f08e35a1c9d7f4e2b6a80"}))
+        assert len(records) == 4 and len({r.incident_id for r in records}) == 2
+        opened = [i.opened_at for i in chosen]
+        since, now = min(opened) - timedelta(days=1), max(opened) + timedelta(days=1)
+        figures = report_figures(chosen, [], records, since=since, now=now)
+    finally:
+        store.close()
+    assert figures["repeat_offender_hosts"] == [
+        {"host": "d41c7e9a2b6f08e35a1c9d7f4e2b6a80", "failures": 2}
+    ]

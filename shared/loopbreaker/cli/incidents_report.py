@@ -25,7 +25,7 @@ from typing import Any
 from loopbreaker.app.settings import Runtime, load_settings, parse_duration
 from loopbreaker.cli.incidents_cost import cost_figures, cost_text
 from loopbreaker.errors import InvalidInput
-from loopbreaker.incidents import Incident, PauseRecord, State, verifying
+from loopbreaker.incidents import HOST_FAILURE_MERGE, Incident, PauseRecord, State, verifying
 from loopbreaker.logs import event, get_logger
 from loopbreaker.model import HostFailureRecord
 from loopbreaker.timeutil import format_rfc3339
@@ -109,9 +109,16 @@ def report_figures(
     inside = {i.id for i in chosen}
     listed = {i.id for i in found}
     failures: dict[str, int] = {}
-    for record in host_failures:
+    last: dict[str, datetime] = {}
+    for record in sorted(host_failures, key=lambda r: (r.host, r.at)):
         known = record.incident_id is not None and record.incident_id in listed
         if record.incident_id in inside or (not known and since <= record.at <= now):
+            # One failure seen by two incidents (a node-pool incident and the workload's
+            # merged into it) is remembered by both: it counts once, as the engine merges.
+            previous = last.get(record.host)
+            if previous is not None and record.at - previous <= HOST_FAILURE_MERGE:
+                continue
+            last[record.host] = record.at
             failures[record.host] = failures.get(record.host, 0) + 1
     ranked = sorted((-n, h) for h, n in failures.items() if n >= 2)
     offenders = [{"host": h, "failures": -n} for n, h in ranked]
