@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from loopbreaker.diagnosis import progress
+from loopbreaker.diagnosis.steps.common import is_workload, named_after
 from loopbreaker.model import Context, Evidence, Signal, SignalKind
 from loopbreaker.model_diagnosis import Cost
-from loopbreaker.model_evidence import CheckpointMark, Series
+from loopbreaker.model_evidence import CheckpointMark, PodInfo, Series
 from loopbreaker.timeutil import format_rfc3339
 
 #: A failure line this long before the pods fell is the failure that felled them.
@@ -100,7 +101,7 @@ def _accelerators(
     if ev.pods is None:
         missing.append("accelerators: no pod objects were read (pods.json or the live API)")
         return None, None
-    pods = [p for p in ev.pods if _mine(p.name, p.namespace, ctx)]
+    pods = [p for p in ev.pods if _pod_of(p, ctx)]
     asked = [p for p in pods if p.accelerators]
     if not asked:
         missing.append(
@@ -148,7 +149,7 @@ def _outages(
     healthy = max(running.values())
     outages: list[Outage] = []
     down_at: datetime | None = None
-    placed = {p.node for p in ev.pods or () if p.node and _mine(p.name, p.namespace, ctx)}
+    placed = {p.node for p in ev.pods or () if p.node and _pod_of(p, ctx)}
     nodes = frozenset(placed) if placed else None
     back: datetime | None = None
     for at in times:
@@ -271,18 +272,25 @@ def _running(ctx: Context, phases: Sequence[Series]) -> dict[datetime, int]:
 
 
 def _mine(pod: str, namespace: str | None, ctx: Context) -> bool:
+    """A pod name (a series label) of the workload, in its namespace."""
     if ctx.namespace and namespace and namespace != ctx.namespace:
         return False
-    return pod == ctx.workload or pod.startswith(ctx.workload + "-")
+    return named_after(pod, ctx.workload)
+
+
+def _pod_of(pod: PodInfo, ctx: Context) -> bool:
+    """The workload's pod: by its controller's label, else by its name."""
+    if pod.workload is not None:
+        in_namespace = not ctx.namespace or pod.namespace in (None, ctx.namespace)
+        return pod.workload == ctx.workload and in_namespace
+    return _mine(pod.name, pod.namespace, ctx)
 
 
 def _about(signal: Signal, ctx: Context, nodes: frozenset[str] | None) -> bool:
-    """A failure line of the workload's pods, or of a node its pods ran on (any node when
-    no pod placement was read)."""
-    if signal.pod:
-        return _mine(signal.pod, signal.namespace, ctx)
-    if signal.workload:
-        return signal.workload == ctx.workload
+    """A failure line of the workload, or of a node its pods ran on (any node when no pod
+    placement was read)."""
+    if signal.pod or signal.workload:
+        return is_workload(signal, ctx)
     return signal.node is not None and (nodes is None or signal.node in nodes)
 
 

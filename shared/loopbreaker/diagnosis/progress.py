@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from loopbreaker.diagnosis.steps.common import named_after
 from loopbreaker.model_evidence import CheckpointMark
 from loopbreaker.timeutil import parse_rfc3339
 
@@ -128,7 +129,7 @@ def of_workload(
         m
         for m in marks
         if m.pod is not None
-        and (m.pod == workload or m.pod.startswith(workload + "-"))
+        and named_after(m.pod, workload)
         and (not namespace or m.namespace in (None, namespace))
     ]
     return sorted(mine, key=lambda m: m.at)

@@ -234,7 +234,12 @@ def in_scope(sig: Signal, ctx: Context, ev: Evidence) -> bool:
 def is_workload(sig: Signal, ctx: Context) -> bool:
     if sig.workload is not None:
         return sig.workload == ctx.workload
-    return bool(sig.pod and sig.pod.startswith(ctx.workload + "-"))
+    return bool(sig.pod and named_after(sig.pod, ctx.workload))
+
+
+def named_after(pod: str, workload: str) -> bool:
+    """A pod named as its workload's controller names them (``WORKLOAD-…``)."""
+    return pod.startswith(workload + "-")
 
 
 def hm(moment: datetime) -> str:
