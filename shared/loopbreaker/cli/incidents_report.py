@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from loopbreaker.app.settings import Runtime, load_settings, parse_duration
 from loopbreaker.cli.incidents_cost import cost_figures, cost_text
 from loopbreaker.errors import InvalidInput
-from loopbreaker.incidents import HOST_FAILURE_MERGE, Incident, PauseRecord, State, verifying
+from loopbreaker.incidents import Incident, PauseRecord, State, merge_host_failures, verifying
 from loopbreaker.logs import event, get_logger
 from loopbreaker.model import HostFailureRecord
 from loopbreaker.timeutil import format_rfc3339
@@ -108,18 +109,18 @@ def report_figures(
     # a recurrence after remediation is remembered as one more), and only in the window.
     inside = {i.id for i in chosen}
     listed = {i.id for i in found}
-    failures: dict[str, int] = {}
-    last: dict[str, datetime] = {}
-    for record in sorted(host_failures, key=lambda r: (r.host, r.at)):
-        known = record.incident_id is not None and record.incident_id in listed
-        if record.incident_id in inside or (not known and since <= record.at <= now):
-            # One failure seen by two incidents (a node-pool incident and the workload's
-            # merged into it) is remembered by both: it counts once, as the engine merges.
-            previous = last.get(record.host)
-            if previous is not None and record.at - previous <= HOST_FAILURE_MERGE:
-                continue
-            last[record.host] = record.at
-            failures[record.host] = failures.get(record.host, 0) + 1
+    kept = [
+        record
+        for record in host_failures
+        if record.incident_id in inside
+        or (
+            (record.incident_id is None or record.incident_id not in listed)
+            and since <= record.at <= now
+        )
+    ]
+    # One failure two incidents remember (a node-pool incident and the workload's merged
+    # into it) counts once, as the engine merges its own observations.
+    failures = Counter(r.host for r in merge_host_failures(kept))
     ranked = sorted((-n, h) for h, n in failures.items() if n >= 2)
     offenders = [{"host": h, "failures": -n} for n, h in ranked]
     return {

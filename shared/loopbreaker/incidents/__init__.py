@@ -51,6 +51,7 @@ from loopbreaker.incidents.context import (
     host_failure_id,
     host_failures,
     lookup_names,
+    merge_host_failures,
 )
 from loopbreaker.incidents.grouping import (
     SPAN_BUCKETS,
@@ -209,6 +210,7 @@ __all__ = [
     "give_up",
     "host_failure_id",
     "host_failures",
+    "merge_host_failures",
     "instance_group",
     "is_due",
     "key_for",

@@ -77,8 +77,14 @@ def host_failures(
         if s.kind in HOST_FAULT_KINDS and s.node and s.timestamp:
             host = s.physical_host or host_of.get(s.node) or s.node
             raw.append(HostFailureRecord(host, s.node, s.timestamp, incident_id))
+    return merge_host_failures(raw)
+
+
+def merge_host_failures(records: Iterable[HostFailureRecord]) -> list[HostFailureRecord]:
+    """One record per failure: observations of a host within HOST_FAILURE_MERGE of the last
+    one kept are the same failure (also when two incidents remember it)."""
     merged: list[HostFailureRecord] = []
-    for record in sorted(raw, key=lambda r: (r.host, r.at)):
+    for record in sorted(records, key=lambda r: (r.host, r.at)):
         last = merged[-1] if merged else None
         if last and last.host == record.host and record.at - last.at <= HOST_FAILURE_MERGE:
             continue
