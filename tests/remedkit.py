@@ -129,6 +129,24 @@ class Lab:
         return found
 
 
+def handle_until_done(remediator: Remediator, request: dict[str, Any], deliveries: int = 20) -> Any:
+    """Deliver like Pub/Sub: again after every TransientError (bounded)."""
+    from loopbreaker.errors import TransientError
+
+    for _ in range(deliveries):
+        try:
+            return remediator.handle(request)
+        except TransientError:
+            continue
+    raise AssertionError(f"still retrying after {deliveries} deliveries")
+
+
+def steps_of(incident: Incident) -> dict[str, str]:
+    """Each recorded step's outcome, by step name."""
+    assert incident.remediation is not None
+    return {s.step.value: s.outcome.value for s in incident.remediation.steps}
+
+
 def mutations(lab: Lab) -> list[str]:
     """Every mutating request the Kubernetes server saw, as ``METHOD path``."""
     return [f"{m} {p}" for m, p in lab.kube.mutations]

@@ -28,23 +28,6 @@ from loopbreaker.remediation.rules import DrainMode, RemediationPolicy
 LIVE = RemediationPolicy(dry_run=False)
 
 
-def handle_until_done(remediator: Any, request: dict[str, Any]) -> Any:
-    """Deliver like Pub/Sub: again after every TransientError (bounded)."""
-    from loopbreaker.errors import TransientError
-
-    for _ in range(10):
-        try:
-            return remediator.handle(request)
-        except TransientError:
-            continue
-    raise AssertionError("still retrying after 10 deliveries")
-
-
-def steps_of(incident: Incident) -> dict[str, str]:
-    assert incident.remediation is not None
-    return {s.step.value: s.outcome.value for s in incident.remediation.steps}
-
-
 # --- the whole way ----------------------------------------------------------------------
 
 
@@ -55,7 +38,7 @@ def test_an_approved_host_is_cordoned_drained_deleted_and_reported(
     assert report.result is Result.REMEDIATED, report
     incident = lab.incident(request_["incident_id"])
     assert incident.state is State.REMEDIATED
-    assert steps_of(incident) == {
+    assert R.steps_of(incident) == {
         "recheck": "done",
         "cordon": "done",
         "drain": "done",
@@ -194,10 +177,10 @@ CASES: dict[str, Case] = {
 def test_injected_failures(lab: R.Lab, request_: dict[str, Any], name: str) -> None:
     inject, policy, final, outcomes, cordoned, deleted = CASES[name]
     inject(lab)
-    report = handle_until_done(lab.remediator(policy), request_)
+    report = R.handle_until_done(lab.remediator(policy), request_)
     incident = lab.incident(request_["incident_id"])
-    assert incident.state is final, (report, steps_of(incident))
-    assert steps_of(incident) == outcomes
+    assert incident.state is final, (report, R.steps_of(incident))
+    assert R.steps_of(incident) == outcomes
     assert bool(lab.node()["spec"].get("unschedulable")) is cordoned
     assert (R.NODE in [d[2] for d in lab.compute.deleted]) is deleted
     if "recheck" in outcomes and outcomes["recheck"] == "failed":
@@ -312,7 +295,7 @@ def test_a_drain_interrupted_mid_way_resumes_without_repeating(
     with pytest.raises(TransientError):
         remediator.handle(request_)
     stopped = lab.incident(request_["incident_id"])
-    assert stopped.state is State.REMEDIATING and steps_of(stopped) == {
+    assert stopped.state is State.REMEDIATING and R.steps_of(stopped) == {
         "recheck": "done",
         "cordon": "done",
     }
@@ -432,10 +415,10 @@ def test_an_operation_that_acted_on_another_vm_id_is_a_failure(
         return original(request)
 
     lab.compute.route = recreated_just_before_the_delete  # type: ignore[method-assign]
-    handle_until_done(lab.remediator(LIVE), request_)
+    R.handle_until_done(lab.remediator(LIVE), request_)
     incident = lab.incident(request_["incident_id"])
     assert incident.state is State.FAILED
-    assert steps_of(incident)["delete_vm"] == "failed"
+    assert R.steps_of(incident)["delete_vm"] == "failed"
     assert "acted on VM id 8888888888888888888" in incident.audit[-1].note
 
 
@@ -461,9 +444,9 @@ def test_a_crash_right_after_the_delete_ends_remediated_on_redelivery(
         remediator.handle(request_)
     lab.compute.route = original  # type: ignore[method-assign]
     lab.clock.advance(minutes=16)  # the crashed delivery's lease runs out
-    assert handle_until_done(remediator, request_).result is Result.REMEDIATED
+    assert R.handle_until_done(remediator, request_).result is Result.REMEDIATED
     incident = lab.incident(request_["incident_id"])
-    assert steps_of(incident)["delete_vm"] == "done"
+    assert R.steps_of(incident)["delete_vm"] == "done"
     sent = [r.param("requestId") for r in lab.compute.requests if r.method == "DELETE"]
     assert len(sent) == 2 and len(set(sent)) == 1  # the redelivery sent the same requestId
     assert len(lab.compute.deletes) == 1  # so Compute answered with the first operation

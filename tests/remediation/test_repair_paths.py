@@ -33,15 +33,6 @@ from loopbreaker.remediation.rules import RemediationPolicy
 LIVE = RemediationPolicy(dry_run=False)
 
 
-def handle_until_done(remediator: Any, request: dict[str, Any], deliveries: int = 20) -> Any:
-    for _ in range(deliveries):
-        try:
-            return remediator.handle(request)
-        except TransientError:
-            continue
-    raise AssertionError(f"still retrying after {deliveries} deliveries")
-
-
 @pytest.fixture(scope="module")
 def a3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Incident, dict[str, Any]]:
     path = tmp_path_factory.mktemp("a3") / "template.sqlite"
@@ -62,12 +53,6 @@ def open_lab(approved: tuple[Path, Incident, dict[str, Any]], tmp: Path, **kw: A
     clock = FakeClock(incident.approval.at + timedelta(minutes=1))
     store = K.copy_store(path, tmp / "incidents.sqlite")
     return R.gke_lab(store, clock, tmp, incident.approval.target, **kw)
-
-
-def steps(lab: R.Lab, incident_id: str) -> dict[str, str]:
-    record = lab.incident(incident_id).remediation
-    assert record is not None
-    return {s.step.value: s.outcome.value for s in record.steps}
 
 
 def on_node(lab: R.Lab, node: str) -> list[str]:
@@ -96,9 +81,9 @@ def test_an_approved_faulty_a3_host_is_handed_to_gke_and_nothing_is_evicted_or_d
     with open_lab(a3, tmp_path) as lab:
         node = incident.approval.target.node  # type: ignore[union-attr]
         pods_before = on_node(lab, node)
-        report = handle_until_done(lab.remediator(LIVE), dict(request))
+        report = R.handle_until_done(lab.remediator(LIVE), dict(request))
         assert report.result is Result.REMEDIATED, report
-        assert steps(lab, incident.id) == {
+        assert R.steps_of(lab.incident(incident.id)) == {
             "recheck": "done",
             "hand_to_gke": "done",
             "await_gke": "done",
@@ -138,11 +123,11 @@ def test_an_error_status_fails_the_remediation_with_the_node_cordoned(
     with open_lab(a3, tmp_path) as lab:
         node = incident.approval.target.node  # type: ignore[union-attr]
         lab.kube.script[node] = "error"
-        report = handle_until_done(lab.remediator(LIVE, support=False), dict(request))
+        report = R.handle_until_done(lab.remediator(LIVE, support=False), dict(request))
         assert report.result is Result.FAILED
         failed = lab.incident(incident.id)
         assert failed.state is State.FAILED
-        assert steps(lab, incident.id)["await_gke"] == "failed"
+        assert R.steps_of(lab.incident(incident.id))["await_gke"] == "failed"
         note = failed.audit[-1].note
         assert "ended in ERROR" in note and "cordoned" in note
         assert f"kubectl label nodes {node} {FAULT_BEHAVIOR}=XID --overwrite" in note
@@ -160,7 +145,7 @@ def test_no_progress_fails_after_the_stall_time_across_deliveries(
         node = incident.approval.target.node  # type: ignore[union-attr]
         lab.kube.script[node] = "stall"
         policy = replace(LIVE, gke_repair_stall=timedelta(minutes=12))
-        report = handle_until_done(lab.remediator(policy, support=False), dict(request))
+        report = R.handle_until_done(lab.remediator(policy, support=False), dict(request))
         assert report.result is Result.FAILED
         note = lab.incident(incident.id).audit[-1].note
         assert f"no progress: {STATUS} stayed PodsEvicted for 0:12:00" in note
@@ -217,9 +202,9 @@ def test_the_report_path_sends_the_diagnosed_fault_reason_after_the_drain(
     assert "Repair path report (reportHostAsFaulty). Why: LOOPBREAKER_REPAIR_PATH=report" in card
     with open_lab(a3_report, tmp_path) as lab:
         policy = replace(LIVE, disruption_schedule=DisruptionSchedule.FUTURE)
-        report = handle_until_done(lab.remediator(policy, support=False), dict(request))
+        report = R.handle_until_done(lab.remediator(policy, support=False), dict(request))
         assert report.result is Result.REMEDIATED, report
-        assert list(steps(lab, incident.id)) == [
+        assert list(R.steps_of(lab.incident(incident.id))) == [
             "recheck",
             "cordon",
             "drain",
