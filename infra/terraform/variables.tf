@@ -430,12 +430,12 @@ variable "repair_path" {
 
 variable "report_disruption_schedule" {
   type        = string
-  description = "reportHostAsFaulty's disruption schedule on the report path: immediate or future (LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE)."
+  description = "reportHostAsFaulty's disruption schedule on the report path; Compute accepts only immediate today (LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE)."
   default     = "immediate"
 
   validation {
-    condition     = contains(["immediate", "future"], var.report_disruption_schedule)
-    error_message = "report_disruption_schedule must be immediate or future."
+    condition     = contains(["immediate"], var.report_disruption_schedule)
+    error_message = "report_disruption_schedule must be immediate: Compute's reportHostAsFaulty allows only IMMEDIATE."
   }
 }
 

@@ -81,7 +81,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_DRAIN_MODE": "delete-after-timeout",
         "LOOPBREAKER_DRAIN_TIMEOUT": "20m",
         "LOOPBREAKER_REPAIR_PATH": "Report",
-        "LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE": "future",
+        "LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE": "Immediate",
         "LOOPBREAKER_GKE_REPAIR_TIMEOUT": "1h",
         "LOOPBREAKER_GKE_REPAIR_STALL": "30m",
         "LOOPBREAKER_FOREIGN_REMEDIATION_MARKERS": (
@@ -142,7 +142,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert (p.dry_run, p.max_deletions_per_hour, p.max_unready_share) == (False, 3, 0.25)
     assert p.node_pools == {"tpu-pool", "gpu-pool"} and p.drain_timeout == timedelta(minutes=20)
     assert (p.drain_mode.value, p.repair.value) == ("delete-after-timeout", "report")
-    assert p.disruption_schedule.value == "FUTURE"
+    assert p.disruption_schedule.value == "IMMEDIATE"
     assert (p.gke_repair_timeout, p.gke_repair_stall) == (timedelta(hours=1), timedelta(minutes=30))
     assert [(m.system, str(m)) for m in p.foreign_markers] == [
         ("NVSentinel", "label dgxc.nvidia.com/nvsentinel-state"),
@@ -194,6 +194,8 @@ def test_the_project_falls_back_on_google_cloud_project() -> None:
         ("FOREIGN_REMEDIATION_MARKERS", "node:dgxc.nvidia.com/nvsentinel-state"),
         ("REPAIR_PATH", "replace"),
         ("REPORT_DISRUPTION_SCHEDULE", "later"),
+        # Compute's discovery document: "Required field, only allows IMMEDIATE".
+        ("REPORT_DISRUPTION_SCHEDULE", "future"),
         ("GKE_REPAIR_TIMEOUT", "forever"),
         ("GKE_REPAIR_STALL", "2h"),  # longer than the 45m timeout
         ("HOST_ACTION", "recreate"),

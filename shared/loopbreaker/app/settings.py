@@ -340,7 +340,8 @@ def _remediation(get: Getter) -> Remediation:
         schedule = DisruptionSchedule(schedule_raw)
     except ValueError:
         raise ConfigError(
-            f"{PREFIX}REPORT_DISRUPTION_SCHEDULE={schedule_raw.lower()!r}: immediate or future"
+            f"{PREFIX}REPORT_DISRUPTION_SCHEDULE={schedule_raw.lower()!r}: only immediate "
+            "(Compute's reportHostAsFaulty allows only IMMEDIATE today)"
         ) from None
     gke_timeout = duration(
         "GKE_REPAIR_TIMEOUT", get("GKE_REPAIR_TIMEOUT"), DEFAULT_GKE_REPAIR_TIMEOUT

@@ -158,7 +158,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "LOOPBREAKER_REPORT_DISRUPTION_SCHEDULE",
         "`immediate`",
-        "`reportHostAsFaulty`'s disruption schedule on the `report` path: `immediate` or `future`.",
+        "`reportHostAsFaulty`'s disruption schedule on the `report` path. Compute accepts only "
+        '`immediate` today (its v1 discovery document: "Required field, only allows '
+        'IMMEDIATE"), so any other value is refused at start-up.',
     ),
     Variable(
         "LOOPBREAKER_GKE_REPAIR_TIMEOUT",
