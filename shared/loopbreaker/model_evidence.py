@@ -49,6 +49,11 @@ MACHINE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 #: "Consuming reserved zonal resources", cloud.google.com/kubernetes-engine/docs/how-to/
 #: consuming-reservations).
 RESERVATION_LABEL = "cloud.google.com/reservation-name"
+#: GKE's label on flex-start nodes (Dynamic Workload Scheduler): the nodeSelector
+#: ``cloud.google.com/gke-flex-start: "true"`` of "Run a small batch workload with flex-start
+#: provisioning mode" (cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training).
+#: Such VMs are on Compute's FLEX_START provisioning model: never reservation-bound.
+FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,8 @@ class NodeInfo:
     project: str | None = None
     ready: bool | None = None
     spot: bool = False
+    #: GKE's ``FLEX_START_LABEL`` is ``true``.
+    flex_start: bool = False
     #: The VM's numeric id (GKE's ``container.googleapis.com/instance_id`` annotation).
     instance_id: str | None = None
     #: Its ``MemoryPressure``, ``DiskPressure`` and ``PIDPressure`` conditions.

@@ -23,7 +23,7 @@ from fakeservers.gke_repair import FAULT_BEHAVIOR, STATUS
 
 from loopbreaker.app import replay
 from loopbreaker.app.remediation_executor import Result
-from loopbreaker.approval.repair import DisruptionSchedule, FaultReason, RepairPath
+from loopbreaker.approval.repair import FaultReason, RepairPath
 from loopbreaker.chat import notify
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
@@ -68,8 +68,13 @@ def test_the_approval_for_a_qualifying_a3_node_is_for_gke_and_the_card_says_so(
     assert target.repair_path is RepairPath.GKE
     # Xid 48 is a hardware-class fault: the reason GKE's label spells XID.
     assert target.fault_reason is FaultReason.UNRECOVERABLE_GPU_ERROR
+    # The replay read no Compute: the card states the rule the re-check applies.
+    assert target.fallback_path is RepairPath.DELETE
     text = "\n".join(notify.render(incident).recommendations)
-    assert "Repair path gke (GKE's report-and-replace)" in text
+    assert (
+        "Repair path gke if Compute Engine confirms the VM is reservation-bound, otherwise "
+        "delete." in text
+    )
     assert "a3-highgpu-8g" in text and "v1.32.4-gke.1767000" in text
     assert f"{FAULT_BEHAVIOR}=XID" in text and "loopbreaker evicts and deletes nothing" in text
 
@@ -157,17 +162,23 @@ def test_no_progress_fails_after_the_stall_time_across_deliveries(
         assert timedelta(minutes=12) <= waited < timedelta(minutes=14)
 
 
-def test_a_vm_that_is_not_reservation_bound_is_refused_before_any_change(
+def test_an_on_demand_vm_takes_the_branch_the_cards_rule_names(
     a3: tuple[Path, Incident, dict[str, Any]], tmp_path: Path
 ) -> None:
+    """Approved under the rule (Compute unread when asking); Compute then says STANDARD: the
+    approval is not wasted, the VM is deleted as the card's "otherwise" said."""
     _, incident, request = a3
     with open_lab(a3, tmp_path, provisioning_model="STANDARD") as lab:
-        report = lab.remediator(LIVE).handle(dict(request))
-        assert report.result is Result.FAILED
-        note = lab.incident(incident.id).audit[-1].note
-        assert "the approved repair path gke" in note and "not reservation-bound" in note
-        assert "provisioning model STANDARD" in note
-        assert R.mutations(lab) == [] and lab.compute.fault_reports == []
+        report = R.handle_until_done(lab.remediator(LIVE, support=False), dict(request))
+        assert report.result is Result.REMEDIATED, report
+        done = lab.incident(incident.id)
+        assert list(R.steps_of(done)) == ["recheck", "cordon", "drain", "delete_vm"]
+        assert done.remediation is not None and done.remediation.path is RepairPath.DELETE
+        recheck = done.remediation.steps[0].detail
+        assert "repair path delete" in recheck and "the approved rule selects delete" in recheck
+        assert "provisioning model STANDARD" in recheck
+        assert lab.compute.fault_reports == [] and lab.kube.statuses == {}
+        assert len(lab.compute.deletes) == 1
 
 
 def test_the_dry_run_plans_the_gke_path_without_a_mutating_call(
@@ -201,8 +212,7 @@ def test_the_report_path_sends_the_diagnosed_fault_reason_after_the_drain(
     card = "\n".join(notify.render(incident).recommendations)
     assert "Repair path report (reportHostAsFaulty). Why: LOOPBREAKER_REPAIR_PATH=report" in card
     with open_lab(a3_report, tmp_path) as lab:
-        policy = replace(LIVE, disruption_schedule=DisruptionSchedule.FUTURE)
-        report = R.handle_until_done(lab.remediator(policy, support=False), dict(request))
+        report = R.handle_until_done(lab.remediator(LIVE, support=False), dict(request))
         assert report.result is Result.REMEDIATED, report
         assert list(R.steps_of(lab.incident(incident.id))) == [
             "recheck",
@@ -211,7 +221,8 @@ def test_the_report_path_sends_the_diagnosed_fault_reason_after_the_drain(
             "report_host_faulty",
         ]
         [(*_, body)] = lab.compute.fault_reports
-        assert body["disruptionSchedule"] == "FUTURE"
+        # Compute's discovery document: "Required field, only allows IMMEDIATE".
+        assert body["disruptionSchedule"] == "IMMEDIATE"
         [reason] = body["faultReasons"]
         assert reason["behavior"] == "UNRECOVERABLE_GPU_ERROR"
         assert incident.id in reason["description"]
@@ -229,7 +240,7 @@ def test_a_node_that_does_not_qualify_takes_the_delete_path(
     assert incident.approval is not None
     target = incident.approval.target
     assert target.repair_path is RepairPath.DELETE
-    assert "is not one report-and-replace supports" in (target.repair_why or "")
+    assert "is not one GKE's report-and-replace supports" in (target.repair_why or "")
     text = "\n".join(notify.render(incident).recommendations)
     assert "Repair path delete" in text and "Delete VM" in text
 
@@ -253,7 +264,7 @@ def test_a_fixed_gke_path_on_a_node_that_cannot_take_it_asks_for_no_approval(
         assert incident.approval_request is None and incident.approval is None
         reason = incident.diagnosis.target_reason  # type: ignore[union-attr]
         assert "LOOPBREAKER_REPAIR_PATH=gke" in reason
-        assert "machine type ct5p-hightpu-4t is not one report-and-replace supports" in reason
+        assert "machine type ct5p-hightpu-4t is not one GKE's report-and-replace supports" in reason
 
 
 def test_a_clock_that_stands_still_hands_over_to_a_redelivery_rather_than_spin(

@@ -15,7 +15,7 @@ from loopbreaker import logs
 from loopbreaker.app.pod_owners import PodDirectory, PodWorkloads
 from loopbreaker.app.responder import Approvals, Clock, Responder, system_clock
 from loopbreaker.app.settings import Settings, StoreKind
-from loopbreaker.approval.requests import Target
+from loopbreaker.approval.requests import ComputeRead, Target
 from loopbreaker.chat.notify import FileNotifier, LogNotifier, Notifier
 from loopbreaker.diagnosis.evidence import EvidenceProvider, NoEvidence, TelemetryDirEvidence
 from loopbreaker.incidents import Incident
@@ -124,6 +124,7 @@ def build_responder(
     queue: RemediationQueue | None = None,
     approval_clock: Clock | None = None,
     pod_workloads: PodWorkloads | None = None,
+    compute: ComputeRead | None = None,
 ) -> Responder:
     """Wire a Responder; every port not given is built from ``settings``."""
     _warn_unknown(settings)
@@ -139,7 +140,49 @@ def build_responder(
         queue=queue if queue is not None else build_queue(settings),
         approval_clock=approval_clock,
         pod_workloads=pod_workloads or build_pod_workloads(settings, store),
+        compute=compute if compute is not None else build_compute_read(settings),
     )
+
+
+def build_compute_read(settings: Settings) -> ComputeRead | None:
+    """Compute Engine's ``instances.get`` for the approval request, where live sources are on
+    (the responder may read VMs); None otherwise, and the card states the rule instead."""
+    if not settings.live_sources:
+        return None
+    from loopbreaker.approval.repair import ComputeFacts
+    from loopbreaker.errors import ActionFailed
+    from loopbreaker.remediation.actuators.compute import ComputeVms
+
+    endpoint = settings.remediation.compute_endpoint
+    vms = ComputeVms(api_endpoint=endpoint, credentials=_credentials_for(endpoint))
+
+    def read(project: str, zone: str, instance: str) -> ComputeFacts | str:
+        try:
+            found = vms.get_instance(project, zone, instance)
+        except ActionFailed as exc:
+            return str(exc)
+        if found is None:
+            return f"Compute Engine has no VM {instance} in {zone}"
+        return ComputeFacts(
+            provisioning_model=found.provisioning_model,
+            reservation_type=found.reservation_type,
+            machine_type=found.machine_type,
+            status=found.status,
+        )
+
+    return read
+
+
+def _credentials_for(endpoint: str | None) -> GoogleCredentials | None:
+    """Never send a bearer token in clear text: a plain-http endpoint (a local test server,
+    a sidecar proxy) is called without credentials; None: the default credentials."""
+    if endpoint and endpoint.startswith("http://"):
+        from google.auth.credentials import AnonymousCredentials
+
+        from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+
+        return GoogleCredentials(AnonymousCredentials())  # type: ignore[no-untyped-call]
+    return None
 
 
 def build_pod_workloads(settings: Settings, store: IncidentStore) -> PodWorkloads:
@@ -293,13 +336,7 @@ def build_actuators(
     creds = credentials or GoogleCredentials()
 
     def for_endpoint(endpoint: str | None) -> GoogleCredentials:
-        # Never send a bearer token in clear text: a plain-http endpoint (a local test
-        # server, a sidecar proxy) is called without credentials.
-        if credentials is None and endpoint and endpoint.startswith("http://"):
-            from google.auth.credentials import AnonymousCredentials
-
-            return GoogleCredentials(AnonymousCredentials())  # type: ignore[no-untyped-call]
-        return creds
+        return (None if credentials is not None else _credentials_for(endpoint)) or creds
 
     vms = ComputeVms(
         api_endpoint=config.compute_endpoint, credentials=for_endpoint(config.compute_endpoint)

@@ -46,7 +46,9 @@ from loopbreaker.app.remediation_records import (
     finish,
     mark_delete_sent,
     mark_drain_start,
+    mark_path,
     mark_support_case,
+    path_taken,
     record_plan,
     release,
     step_event,
@@ -201,7 +203,23 @@ class Remediator(RemediationSteps):
             raise TransientError(f"incident {incident.id} is being remediated by another delivery")
         started = self.clock()
         try:
-            for step, action in self._steps(kit, approval):
+            if current.remediation.done(Step.RECHECK) is None:
+                (outcome, detail, calls), branch = self._recheck(current, approval, kit)
+                if branch is not None:
+                    chosen = branch
+                    current = (
+                        self.store.update(
+                            current.id, lambda i: mark_path(i, chosen.path, chosen.why)
+                        ).incident
+                        or current
+                    )
+                done = StepRecord(Step.RECHECK, outcome, self.clock(), detail, calls)
+                current = self._record(current, done)
+                self._emit_step(kit, current, approval, done)
+                if outcome is Outcome.FAILED:
+                    return self._finish(current, State.FAILED, f"recheck failed: {detail}")
+            path = path_taken(self._get(current.id), approved_path(approval.target, self.policy))
+            for step, action in self._steps(kit, path):
                 current = self._get(current.id)
                 record = current.remediation
                 assert record is not None
@@ -224,16 +242,15 @@ class Remediator(RemediationSteps):
             self._emit_step(kit, current, approval, stopped)
             return self._finish(current, State.FAILED, f"{stop.step.value} failed: {stop.reason}")
         support = current.remediation.done(Step.SUPPORT_CASE) if current.remediation else None
-        path = approved_path(approval.target, self.policy)
         note = _DONE_NOTE[path] + (
             "" if support or not self.support_parent else "; support case failed"
         )
         return self._finish(current, State.REMEDIATED, note)
 
-    def _steps(self, kit: Actuators, approval: Approval) -> list[tuple[Step, StepAction]]:
-        """The approved path's steps: gke hands the node over; report and delete drain it."""
-        path = approved_path(approval.target, self.policy)
-        steps: list[tuple[Step, StepAction]] = [(Step.RECHECK, self._recheck)]
+    def _steps(self, kit: Actuators, path: RepairPath) -> list[tuple[Step, StepAction]]:
+        """The steps after the re-check, by the branch it settled on: gke hands the node
+        over; report and delete drain it."""
+        steps: list[tuple[Step, StepAction]] = []
         if path is RepairPath.GKE:
             steps += [(Step.HAND_TO_GKE, self._hand_to_gke), (Step.AWAIT_GKE, self._await_gke)]
         else:
@@ -256,21 +273,23 @@ class Remediator(RemediationSteps):
         assert recorder is not None
         now = self.clock()
         record = RemediationRecord(request_id=request.dedup_id, dry_run=True, started_at=now)
-        planned = replace(incident, remediation=record)
-        steps: list[StepRecord] = []
-        for step, action in self._steps(kit, approval):
-            before = len(recorder.calls)
-            try:
-                outcome, detail, _ = action(planned, approval, now, kit)
-            except Stop as stop:
-                outcome, detail = Outcome.FAILED, stop.reason
-            calls = tuple(recorder.calls[before:])
-            steps.append(StepRecord(step, outcome, self.clock(), detail, calls))
-            if outcome is Outcome.FAILED and step is Step.RECHECK:
-                break
+        # A dry run lists the mutating calls it would make: the re-check's reads are none.
+        (outcome, detail, _), branch = self._recheck(incident, approval, kit)
+        steps = [StepRecord(Step.RECHECK, outcome, self.clock(), detail)]
+        path = branch.path if branch else approved_path(approval.target, self.policy)
+        if branch is not None:
+            record = replace(record, path=branch.path, path_why=branch.why)
+            planned = replace(incident, remediation=record)
+            for step, action in self._steps(kit, path):
+                before = len(recorder.calls)
+                try:
+                    outcome, detail, _ = action(planned, approval, now, kit)
+                except Stop as stop:
+                    outcome, detail = Outcome.FAILED, stop.reason
+                calls = tuple(recorder.calls[before:])
+                steps.append(StepRecord(step, outcome, self.clock(), detail, calls))
         final = replace(record, steps=tuple(steps), finished_at=self.clock())
         failed = [s for s in steps if s.outcome is Outcome.FAILED]
-        path = approved_path(approval.target, self.policy)
         summary = f"dry run, repair path {path.value}: " + (
             f"{len(recorder.calls)} mutating call(s) would be made"
             if not failed

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from loopbreaker import incidents
 from loopbreaker.approval.repair import RepairPath
@@ -19,6 +19,7 @@ from loopbreaker.incidents.records_remediation import Outcome, RemediationRecord
 from loopbreaker.timeutil import format_rfc3339
 
 ACTOR = "system:remediation"
+_Path = TypeVar("_Path", RepairPath, RepairPath | None)
 
 #: (step, outcome) -> (Event reason, action, warning?)
 _STEP_EVENTS: Mapping[tuple[Step, Outcome], tuple[str, str, bool]] = {
@@ -112,6 +113,17 @@ def mark_drain_start(incident: Incident, at: datetime) -> Incident | None:
     )
 
 
+def mark_path(incident: Incident, path: RepairPath, why: str) -> Incident | None:
+    """The branch the re-check settled on; once set it stays (a redelivery resumes it)."""
+    return _with_record(incident, lambda r: r if r.path else replace(r, path=path, path_why=why))
+
+
+def path_taken(incident: Incident, approved: _Path) -> RepairPath | _Path:
+    """The branch this remediation takes: the re-check's, else the approved path."""
+    record = incident.remediation
+    return record.path if record is not None and record.path else approved
+
+
 def mark_handed(incident: Incident, at: datetime) -> Incident | None:
     return _with_record(incident, lambda r: r if r.handed_at else replace(r, handed_at=at))
 
@@ -167,6 +179,7 @@ def support_case(incident: Incident, approval: Approval) -> dict[str, Any]:
         if incident.diagnosis and incident.diagnosis.ticket_draft
         else {}
     )
+    done = _PATH_DONE.get(path_taken(incident, t.repair_path), _PATH_DONE[None])
     lines = [
         str(draft.get("summary") or f"Physical host {t.physical_host} failed repeatedly."),
         "",
@@ -176,7 +189,7 @@ def support_case(incident: Incident, approval: Approval) -> dict[str, Any]:
         f"VM: {t.instance} (id {t.instance_id}), node {t.node}",
         f"Approved by {approval.actor} via {approval.platform.value} at "
         f"{format_rfc3339(approval.at)}; loopbreaker took it out of service "
-        f"(incident {incident.id}): {_PATH_DONE.get(t.repair_path, _PATH_DONE[None])}.",
+        f"(incident {incident.id}): {done}.",
         f"Fault reason: {t.fault_reason.value}.",
     ]
     excerpts = [str(e) for e in draft.get("excerpts") or ()]

@@ -5,6 +5,7 @@ executor (:mod:`loopbreaker.app.remediation_executor`) runs them in order and re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -15,6 +16,7 @@ from loopbreaker.app.remediation_records import (
     mark_gke_status,
     mark_handed,
     mark_support_case,
+    path_taken,
     support_case,
 )
 from loopbreaker.approval.repair import (
@@ -22,6 +24,7 @@ from loopbreaker.approval.repair import (
     GKE_FAULT_BEHAVIOR,
     REPORT_AND_REPLACE_OPERATION_LABEL,
     REPORT_AND_REPLACE_STATUS_LABEL,
+    Branch,
     RepairPath,
     describe,
 )
@@ -40,6 +43,7 @@ from loopbreaker.remediation.rules import (
     evictable,
     hand_over_annotations,
     recheck,
+    select_branch,
 )
 
 #: One invocation drains at most this long, then hands over to a redelivery (Cloud
@@ -56,8 +60,9 @@ class RemediationSteps(RemediatorCore):
     """Each step of one remediation; live or dry-run by the actuators it is given."""
 
     def _recheck(
-        self, incident: Incident, approval: Approval, started: datetime, kit: Actuators
-    ) -> StepResult:
+        self, incident: Incident, approval: Approval, kit: Actuators
+    ) -> tuple[StepResult, Branch | None]:
+        """The re-check, and the branch it settles on when it passes."""
         t = approval.target
         try:
             node = kit.nodes.get_node(t.node)
@@ -65,7 +70,12 @@ class RemediationSteps(RemediatorCore):
             pool_name = (node.labels.get(POOL_LABEL) if node else None) or t.node_pool
             pool = list(kit.nodes.pool_nodes(pool_name)) if pool_name else []
         except ActionFailed as exc:
-            return Outcome.FAILED, f"cannot re-check: {exc}", ()
+            path = approved_path(t, self.policy)
+            return (
+                Outcome.FAILED,
+                f"repair path {path.value} refused: cannot re-check: {exc}",
+                (),
+            ), None
         since = self.clock() - timedelta(hours=1)
         deletions = self.store.deletions_since(t.cluster or "", since)
         reasons = recheck(
@@ -82,16 +92,23 @@ class RemediationSteps(RemediatorCore):
             f"GET /api/v1/nodes/{t.node}",
             f"GET /compute/v1/projects/{t.project}/zones/{t.zone}/instances/{t.instance}",
         )
-        if reasons:
-            return Outcome.FAILED, "; ".join(reasons), calls
-        path = approved_path(t, self.policy)
-        why = t.repair_why or "approved before repair paths were named; as the policy says"
-        return (
-            Outcome.DONE,
+        approved = approved_path(t, self.policy)
+        if reasons or node is None or instance is None:
+            # Every refusal names the path it refused (the branch refusal names its own).
+            named = [r for r in reasons if r.startswith("repair path ")]
+            head = "" if named else f"repair path {approved.value} refused: "
+            return (Outcome.FAILED, head + "; ".join(reasons), calls), None
+        branch = select_branch(t, node, instance, self.policy)
+        why = branch.why
+        if branch.path is approved:
+            why = t.repair_why or "approved before repair paths were named; as the policy says"
+            if t.fallback_path is not None:
+                why = f"{branch.why}, so the approved rule selects {approved.value}"
+        detail = (
             f"node {t.node} on host {t.physical_host}, VM id {t.instance_id}, limits hold; "
-            f"repair path {path.value} ({describe(path)}): {why}",
-            calls,
+            f"repair path {branch.path.value} ({describe(branch.path)}): {why}"
         )
+        return (Outcome.DONE, detail, calls), replace(branch, why=why)
 
     def _cordon(
         self, incident: Incident, approval: Approval, started: datetime, kit: Actuators
@@ -193,7 +210,7 @@ class RemediationSteps(RemediatorCore):
         request_id = delete_request_id(incident.id, approval.request_id)
         record = incident.remediation
         sent_before = record is not None and record.delete_request_id == request_id
-        report = approved_path(t, self.policy) is RepairPath.REPORT
+        report = path_taken(incident, approved_path(t, self.policy)) is RepairPath.REPORT
         if not kit.dry_run and not self._reserve(incident, t):
             return Outcome.FAILED, self._limit_reached(t), ()
         if not kit.dry_run:

@@ -171,6 +171,7 @@ class Settling(ResponderState):
             evidence.nodes or (),
             cluster=incident.cluster,
             repair=self.settings.remediation.policy.repair,
+            compute=self.compute,
         )
         record = DiagnosisRecord.from_diagnosis(
             diagnosis,
@@ -346,6 +347,10 @@ class Settling(ResponderState):
         if not context.workload:
             # A host or pool incident names no workload: watch the one that ran on the node.
             context = replace(context, **_workload_on(target, evidence))
+        taken = incident.remediation.path if incident.remediation else None
+        if target is not None and taken is not None:
+            # The branch the re-check settled on decides how the outcome is read.
+            target = replace(target, repair_path=taken)
         found = assess(check, target, context, evidence, now)
         report.checked.append(incident.id)
         event(

@@ -16,6 +16,7 @@ from loopbreaker.app.responder_types import (
     system_clock,
 )
 from loopbreaker.app.settings import Settings
+from loopbreaker.approval.requests import ComputeRead
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.diagnosis import engine, render
 from loopbreaker.diagnosis.evidence import EvidenceProvider
@@ -48,11 +49,14 @@ class ResponderState:
         pod_workloads: PodWorkloads | None = None,
         approval_clock: Clock | None = None,
         reject_level: int = logging.ERROR,
+        compute: ComputeRead | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.notifier = notifier
         self.evidence = evidence
+        #: Reads the target VM when an approval is asked for (None: live sources are off).
+        self.compute = compute
         self.clock = clock
         self.approvals = approvals or Approvals()
         #: Dates approval requests (humans decide in real time, even during a replay).

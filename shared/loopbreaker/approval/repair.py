@@ -77,10 +77,15 @@ GKE_FAULT_BEHAVIOR: dict[FaultReason, str] = {
 
 
 class DisruptionSchedule(StrEnum):
-    """``disruptionSchedule`` of ``reportHostAsFaulty`` (gcloud accepts these two)."""
+    """``disruptionSchedule`` of ``reportHostAsFaulty``.
+
+    Compute's v1 discovery document (``InstancesReportHostAsFaultyRequest``, as shipped in
+    google-api-python-client 2.x) lists DISRUPTION_SCHEDULE_UNSPECIFIED, FUTURE and
+    IMMEDIATE, and narrows them in its description: "Required field, only allows
+    IMMEDIATE". So IMMEDIATE is the only value sent; the setting refuses any other.
+    """
 
     IMMEDIATE = "IMMEDIATE"
-    FUTURE = "FUTURE"
 
 
 #: "Requirements" of report-and-replace: A4X Max, A4X, A4, A3 Ultra, A3 Mega and A3 High
@@ -98,10 +103,18 @@ GKE_REPAIR_MACHINE_TYPES = frozenset(
 )
 #: "You must be running GKE patch version 1.32.3-gke.1057001 or later."
 GKE_REPAIR_MIN_VERSION = "1.32.3-gke.1057001"
-#: Compute's ``scheduling.provisioningModel`` of a reservation-bound VM.
+#: Compute's ``scheduling.provisioningModel`` of a reservation-bound VM. Both report-and-replace
+#: and ``reportHostAsFaulty`` take only these ("Report faulty host", Limitations: "The VM uses
+#: the reservation-bound provisioning model"; "Troubleshoot the faulty host API":
+#: ``INSTANCES_WITHOUT_RESERVATION_NOT_SUPPORTED`` for a VM "created without using a
+#: reservation", and flex-start or Spot VMs need the account team). A STANDARD VM that
+#: consumes a SPECIFIC_RESERVATION is still on the standard model: not reservation-bound.
 RESERVATION_BOUND = "RESERVATION_BOUND"
-#: Compute's ``reservationAffinity.consumeReservationType`` of a VM bound to one reservation.
+#: Compute's ``reservationAffinity.consumeReservationType`` of a VM bound to one reservation
+#: (shown to humans beside the provisioning model; it does not make a VM reservation-bound).
 SPECIFIC_RESERVATION = "SPECIFIC_RESERVATION"
+#: Compute's default ``scheduling.provisioningModel`` when the answer names none.
+STANDARD = "STANDARD"
 
 _GKE_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)-gke\.(\d+)$")
 
@@ -116,65 +129,120 @@ def gke_version(text: str | None) -> tuple[int, int, int, int] | None:
 
 
 @dataclass(frozen=True)
+class ComputeFacts:
+    """What Compute Engine's ``instances.get`` says of a VM, as far as the path depends on it."""
+
+    #: ``scheduling.provisioningModel``; None when the answer has none (Compute's default,
+    #: STANDARD).
+    provisioning_model: str | None = None
+    #: ``reservationAffinity.consumeReservationType``.
+    reservation_type: str | None = None
+    #: The last part of ``machineType``.
+    machine_type: str | None = None
+    #: ``status``: RUNNING, STOPPING, TERMINATED, REPAIRING...
+    status: str | None = None
+
+    @property
+    def model(self) -> str:
+        return self.provisioning_model or STANDARD
+
+
+@dataclass(frozen=True)
 class HostFacts:
-    """What decides whether GKE's report-and-replace takes a node (None: not known)."""
+    """What decides which repair path can take a node (None: not known)."""
 
     node: str
     machine_type: str | None = None
     #: The kubelet's version (``status.nodeInfo.kubeletVersion``), e.g. v1.32.3-gke.1057001.
     version: str | None = None
-    #: The reservation the node's label names.
+    #: The reservation the node's label names (a hint for humans; Compute decides).
     reservation: str | None = None
-    #: Compute's ``scheduling.provisioningModel`` (read at the re-check).
-    provisioning_model: str | None = None
-    #: Compute's ``reservationAffinity.consumeReservationType``.
-    reservation_type: str | None = None
+    #: GKE's Spot / preemptible label: such a VM is never reservation-bound.
     spot: bool = False
+    #: GKE's flex-start label: such a VM is on the FLEX_START model, never reservation-bound.
+    flex_start: bool = False
+    #: Compute's answer; None when Compute was not read.
+    compute: ComputeFacts | None = None
+    #: Why Compute was not read (offline, unreadable), when it was not.
+    compute_gap: str | None = None
 
     @property
     def reservation_bound(self) -> bool | None:
-        """Compute's word first; the node's label next; None when nothing says."""
-        if self.provisioning_model:
-            return (
-                self.provisioning_model == RESERVATION_BOUND
-                or self.reservation_type == SPECIFIC_RESERVATION
-            )
-        if self.spot:
+        """Compute's word first; GKE's Spot and flex-start labels next; None when unknown."""
+        if self.compute is not None:
+            return self.compute.model == RESERVATION_BOUND
+        if self.spot or self.flex_start:
             return False
-        return True if self.reservation else None
+        return None
+
+    def model_words(self) -> str:
+        """The provisioning model as a human checks it: Compute's words, or the label's."""
+        if self.compute is not None:
+            affinity = self.compute.reservation_type
+            return f"provisioning model {self.compute.model}" + (
+                f", reservation affinity {affinity}" if affinity else ""
+            )
+        if self.flex_start:
+            return "flex-start (GKE's cloud.google.com/gke-flex-start label)"
+        if self.spot:
+            return "Spot (GKE's Spot label)"
+        return "provisioning model unknown"
 
 
-def gke_blockers(facts: HostFacts, *, confirm_reservation: bool) -> list[str]:
-    """Why GKE's report-and-replace would not take this node (empty: it qualifies).
+@dataclass(frozen=True)
+class Requirements:
+    """Why a host-repair path (gke, report) cannot take a node, and what is not known yet."""
 
-    At approval time the reservation may be unknown (only Compute says for sure); the
-    re-check, with Compute's answer, confirms it (``confirm_reservation``).
+    blockers: tuple[str, ...] = ()
+    #: The reservation is unknown: only Compute's answer at the re-check settles it.
+    pending: bool = False
+
+
+def requirements(path: RepairPath, facts: HostFacts) -> Requirements:
+    """What ``path`` needs of the node and its VM, checked against ``facts``.
+
+    ``delete`` needs nothing more (a managed instance group recreates any VM). ``gke`` and
+    ``report`` need a supported machine type, a reservation-bound VM and, if Compute says
+    so, a RUNNING one ("Your GKE node must be in a RUNNING state"; "INSTANCE_SHOULD_BE_
+    RUNNING"); ``gke`` also needs GKE 1.32.3-gke.1057001 or later.
     """
+    if path is RepairPath.DELETE:
+        return Requirements()
     blockers = []
-    if facts.machine_type is None:
+    machine = facts.machine_type or (facts.compute.machine_type if facts.compute else None)
+    if machine is None:
         blockers.append(f"node {facts.node}'s machine type is unknown ({MACHINE_TYPE_LABEL})")
-    elif facts.machine_type not in GKE_REPAIR_MACHINE_TYPES:
+    elif machine not in GKE_REPAIR_MACHINE_TYPES:
         blockers.append(
-            f"machine type {facts.machine_type} is not one report-and-replace supports "
+            f"machine type {machine} is not one {_NAMES[path]} supports "
             "(A4X Max, A4X, A4, A3 Ultra, A3 Mega, A3 High with 8 GPUs)"
         )
-    found = gke_version(facts.version)
-    if found is None:
-        blockers.append(
-            f"node {facts.node}'s GKE version is unknown"
-            + (f" ({facts.version!r} is not a GKE version)" if facts.version else "")
-        )
-    elif found < _MIN:
-        blockers.append(f"GKE {facts.version} is older than {GKE_REPAIR_MIN_VERSION}")
+    if path is RepairPath.GKE:
+        found = gke_version(facts.version)
+        if found is None:
+            blockers.append(
+                f"node {facts.node}'s GKE version is unknown"
+                + (f" ({facts.version!r} is not a GKE version)" if facts.version else "")
+            )
+        elif found < _MIN:
+            blockers.append(f"GKE {facts.version} is older than {GKE_REPAIR_MIN_VERSION}")
     bound = facts.reservation_bound
     if bound is False:
-        model = facts.provisioning_model or ("Spot" if facts.spot else "?")
-        blockers.append(f"the VM is not reservation-bound (provisioning model {model})")
-    elif bound is None and confirm_reservation:
-        blockers.append("Compute Engine does not say the VM is reservation-bound")
-    return blockers
+        blockers.append(
+            f"the VM is not reservation-bound ({facts.model_words()}); {_NAMES[path]} takes "
+            "only RESERVATION_BOUND VMs (INSTANCES_WITHOUT_RESERVATION_NOT_SUPPORTED)"
+        )
+    status = facts.compute.status if facts.compute else None
+    if status and status != "RUNNING":
+        blockers.append(f"Compute Engine says the VM is {status}, not RUNNING")
+    return Requirements(tuple(blockers), pending=bound is None)
 
 
+_NAMES = {
+    RepairPath.GKE: "GKE's report-and-replace",
+    RepairPath.REPORT: "reportHostAsFaulty",
+    RepairPath.DELETE: "delete",
+}
 _MIN = gke_version(GKE_REPAIR_MIN_VERSION) or (0, 0, 0, 0)
 
 
@@ -183,38 +251,99 @@ class PathChoice:
     path: RepairPath
     #: One sentence: why this path, for the card, the plan, the audit and the Events.
     why: str
-    #: Set when no path may be approved (a fixed ``gke`` on a node that cannot take it).
+    #: Set when no path may be approved (a fixed policy on a node that cannot take it).
     refusal: str | None = None
+    #: The branch taken when Compute, read at the re-check, does not confirm ``path``; None
+    #: when ``path`` is settled, or when the policy allows no other path.
+    fallback: RepairPath | None = None
 
 
 def choose_path(policy: RepairPolicy, facts: HostFacts) -> PathChoice:
-    """The path for this node under ``policy``, with the reason shown to humans."""
-    if policy is RepairPolicy.REPORT:
-        return PathChoice(RepairPath.REPORT, "LOOPBREAKER_REPAIR_PATH=report")
+    """The path (or the rule between two) for this node under ``policy``, with its reason.
+
+    What Compute said when the approval was asked for settles the path. Where it is still
+    unknown, ``auto`` approves a rule: GKE's report-and-replace if Compute confirms the VM
+    is reservation-bound at the re-check, otherwise delete; a fixed ``gke`` or ``report``
+    approves that path alone and says the re-check refuses it on a VM it cannot take.
+    """
     if policy is RepairPolicy.DELETE:
         return PathChoice(RepairPath.DELETE, "LOOPBREAKER_REPAIR_PATH=delete")
-    blockers = gke_blockers(facts, confirm_reservation=False)
-    if not blockers:
-        bound = (
-            f"reservation {facts.reservation}"
-            if facts.reservation
-            else "reservation-bound as Compute Engine will confirm before acting"
-        )
-        why = (
-            f"GKE's report-and-replace takes {facts.machine_type} nodes on GKE "
-            f"{facts.version} ({bound})"
-        )
-        if policy is RepairPolicy.GKE:
-            why = f"LOOPBREAKER_REPAIR_PATH=gke; {why}"
-        return PathChoice(RepairPath.GKE, why)
-    if policy is RepairPolicy.GKE:
+    wanted = RepairPath.REPORT if policy is RepairPolicy.REPORT else RepairPath.GKE
+    found = requirements(wanted, facts)
+    fixed = f"LOOPBREAKER_REPAIR_PATH={policy.value}; " if policy is not RepairPolicy.AUTO else ""
+    if found.blockers:
+        if policy is RepairPolicy.AUTO:
+            return PathChoice(
+                RepairPath.DELETE,
+                f"GKE's report-and-replace does not apply: {'; '.join(found.blockers)}",
+            )
         refusal = (
-            "LOOPBREAKER_REPAIR_PATH=gke, but GKE's report-and-replace cannot take node "
-            f"{facts.node}: {'; '.join(blockers)}"
+            f"LOOPBREAKER_REPAIR_PATH={policy.value}, but {_NAMES[wanted]} cannot take node "
+            f"{facts.node}: {'; '.join(found.blockers)}"
         )
-        return PathChoice(RepairPath.GKE, refusal, refusal)
+        return PathChoice(wanted, refusal, refusal)
+    machine = facts.machine_type or (facts.compute.machine_type if facts.compute else None)
+    takes = f"{_NAMES[wanted]} takes {machine} nodes" + (
+        f" on GKE {facts.version}" if wanted is RepairPath.GKE else ""
+    )
+    if not found.pending:
+        return PathChoice(wanted, f"{fixed}{takes}; Compute Engine says {facts.model_words()}")
+    gap = (
+        f" (Compute Engine was not read when asking: {facts.compute_gap})"
+        if (facts.compute_gap)
+        else ""
+    )
+    if policy is RepairPolicy.AUTO:
+        return PathChoice(
+            wanted,
+            f"{takes}, if Compute Engine confirms at the re-check that the VM is "
+            f"reservation-bound (provisioning model RESERVATION_BOUND); otherwise cordon, "
+            f"drain and delete the VM{gap}",
+            fallback=RepairPath.DELETE,
+        )
     return PathChoice(
-        RepairPath.DELETE, f"GKE's report-and-replace does not apply: {'; '.join(blockers)}"
+        wanted,
+        f"{fixed}{takes}, if Compute Engine confirms at the re-check that the VM is "
+        f"reservation-bound; otherwise nothing is changed and the approval is refused, as "
+        f"LOOPBREAKER_REPAIR_PATH={policy.value} allows no other path{gap}",
+    )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The path the re-check settles on, or why the approved path cannot be taken."""
+
+    path: RepairPath
+    why: str
+    refusal: str | None = None
+
+
+def settle_branch(approved: RepairPath, fallback: RepairPath | None, facts: HostFacts) -> Branch:
+    """The branch the approval's rule selects with Compute's answer at the re-check.
+
+    The approved path when it holds; else its fallback (the card said so); else a
+    refusal that names the path. Compute's word is required here: an unknown reservation
+    does not hold.
+    """
+    if approved is RepairPath.DELETE:
+        return Branch(RepairPath.DELETE, "the approved path is delete")
+    found = requirements(approved, facts)
+    blockers = list(found.blockers)
+    if found.pending:
+        blockers.append("Compute Engine does not say the VM is reservation-bound")
+    if not blockers:
+        return Branch(approved, f"Compute Engine says {facts.model_words()}")
+    if fallback is not None:
+        return Branch(
+            fallback,
+            f"the approved rule selects {fallback.value} ({describe(fallback)}): "
+            f"{'; '.join(blockers)}",
+        )
+    return Branch(
+        approved,
+        "",
+        f"repair path {approved.value} ({_NAMES[approved]}) refused: {'; '.join(blockers)}; "
+        "the approval allows no other path",
     )
 
 

@@ -21,13 +21,14 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from loopbreaker.approval.repair import (
+    ComputeFacts,
     FaultReason,
     HostFacts,
     RepairPath,
@@ -98,6 +99,10 @@ class Target:
     repair_why: str | None = None
     #: ``reportHostAsFaulty``'s fault reason the diagnosis supports.
     fault_reason: FaultReason = FaultReason.BEHAVIOR_UNSPECIFIED
+    #: The branch the approval's rule selects when Compute, read at the re-check, does not
+    #: confirm ``repair_path`` (``auto`` with the reservation unknown when asking: delete);
+    #: None when the path was settled when asking, or the policy allows no other path.
+    fallback_path: RepairPath | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -113,6 +118,7 @@ class Target:
             "repair_path": self.repair_path.value if self.repair_path else None,
             "repair_why": self.repair_why,
             "fault_reason": self.fault_reason.value,
+            "fallback_path": self.fallback_path.value if self.fallback_path else None,
         }
 
     @classmethod
@@ -131,6 +137,7 @@ class Target:
             repair_why=data.get("repair_why"),
             fault_reason=_enum(FaultReason, data.get("fault_reason"))
             or FaultReason.BEHAVIOR_UNSPECIFIED,
+            fallback_path=_enum(RepairPath, data.get("fallback_path")),
         )
 
 
@@ -405,6 +412,11 @@ def is_approver(approvers: Iterable[str], platform: Platform, user: str) -> bool
 # --- which node and VM ---------------------------------------------------------------
 
 
+#: Reads one VM from Compute Engine when the approval is asked for: its facts, or a sentence
+#: saying why Compute could not be read. None where live sources are off (a replay).
+ComputeRead = Callable[[str, str, str], "ComputeFacts | str"]
+
+
 @dataclass(frozen=True)
 class TargetChoice:
     target: Target | None
@@ -419,11 +431,15 @@ def choose_target(
     *,
     cluster: str | None = None,
     repair: RepairPolicy = RepairPolicy.AUTO,
+    compute: ComputeRead | None = None,
 ) -> TargetChoice:
     """The node and VM to isolate for an ``isolate_host`` verdict, or why there is none.
 
     The repair path (:func:`loopbreaker.approval.repair.choose_path`) is chosen here, from
-    what the diagnosis read of the node, so the card names what the buttons approve.
+    what the diagnosis read of the node and what Compute Engine says of its VM now
+    (``compute``; its provisioning model decides whether a host repair can take it), so
+    the card names what the buttons approve. Without Compute's answer the card names the
+    rule the re-check applies.
 
     The first suspect host (the engine ranks them) and, of its nodes, the one that failed
     last: that is the VM on the bad host now. Zone, project and the numeric instance id
@@ -466,12 +482,20 @@ def choose_target(
             None, f"the {' and '.join(missing)} of VM {instance} could not be resolved"
         )
     assert zone is not None and project is not None and instance_id is not None
+    answer: ComputeFacts | str = (
+        compute(project, zone, instance)
+        if compute is not None and repair is not RepairPolicy.DELETE
+        else "live sources are off"
+    )
     facts = HostFacts(
         node,
         machine_type=info.machine_type if info else None,
         version=info.kubelet_version if info else None,
         reservation=info.reservation if info else None,
         spot=info.spot if info else False,
+        flex_start=info.flex_start if info else False,
+        compute=answer if isinstance(answer, ComputeFacts) else None,
+        compute_gap=answer if isinstance(answer, str) else None,
     )
     path = choose_path(repair, facts)
     if path.refusal:
@@ -490,6 +514,7 @@ def choose_target(
             repair_path=path.path,
             repair_why=path.why,
             fault_reason=fault_reason(suspect.fault_reason),
+            fallback_path=path.fallback,
         )
     )
 

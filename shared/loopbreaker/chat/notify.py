@@ -399,20 +399,34 @@ def repair_actions(target: Target) -> tuple[str, ...]:
     path = target.repair_path
     why = f" Why: {target.repair_why}." if target.repair_why else ""
     vm = f"VM {target.instance} (id {target.instance_id}) in {target.zone}"
-    if path is RepairPath.GKE:
-        value = GKE_FAULT_BEHAVIOR[target.fault_reason]
-        return (
-            f"Repair path gke (GKE's report-and-replace).{why}",
-            f"After human approval: label node {target.node} {FAULT_BEHAVIOR_LABEL}={value} "
-            f"({target.fault_reason.value}); GKE evicts its pods under their "
-            "PodDisruptionBudgets, reports the host and brings the node back on a healthy host. "
-            "loopbreaker evicts and deletes nothing; an error or no progress leaves the node "
-            "cordoned.",
-        )
     drain = (
         f"After human approval: cordon node {target.node}, then drain it through the Eviction "
         "API, respecting PodDisruptionBudgets."
     )
+    if path is RepairPath.GKE:
+        value = GKE_FAULT_BEHAVIOR[target.fault_reason]
+        hand_over = (
+            f"label node {target.node} {FAULT_BEHAVIOR_LABEL}={value} "
+            f"({target.fault_reason.value}); GKE evicts its pods under their "
+            "PodDisruptionBudgets, reports the host and brings the node back on a healthy host. "
+            "loopbreaker evicts and deletes nothing; an error or no progress leaves the node "
+            "cordoned."
+        )
+        if target.fallback_path is RepairPath.DELETE:
+            # The card states the rule the re-check applies, in words a human can check.
+            return (
+                "Repair path gke if Compute Engine confirms the VM is reservation-bound, "
+                f"otherwise delete.{why}",
+                f"After human approval, Compute Engine is read again. If {vm} is "
+                f"reservation-bound (provisioning model RESERVATION_BOUND): {hand_over}",
+                f"Otherwise: cordon node {target.node}, drain it through the Eviction API "
+                f"(respecting PodDisruptionBudgets), then delete {vm} so its managed instance "
+                "group recreates it on healthy hardware.",
+            )
+        return (
+            f"Repair path gke (GKE's report-and-replace).{why}",
+            f"After human approval: {hand_over}",
+        )
     if path is RepairPath.REPORT:
         return (
             f"Repair path report (reportHostAsFaulty).{why}",

@@ -23,6 +23,7 @@ from loopbreaker.model import (
     WorkloadKind,
 )
 from loopbreaker.model_evidence import (
+    FLEX_START_LABEL,
     HEALTH_PREDICTION_LABEL,
     MACHINE_TYPE_LABEL,
     RESERVATION_LABEL,
@@ -87,6 +88,7 @@ def node_info(obj: Mapping[str, Any]) -> NodeInfo | None:
         project=project,
         ready=_ready(_map(obj.get("status"))),
         spot=any(labels.get(k) == "true" for k in SPOT_LABELS),
+        flex_start=labels.get(FLEX_START_LABEL) == "true",
         instance_id=_instance_id(meta),
         pressure=_pressure(_map(obj.get("status"))),
         maintenance=maintenance.from_node(labels, _list(spec.get("taints"))),

@@ -11,6 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from loopbreaker.approval.repair import RepairPath
 from loopbreaker.errors import InvalidInput
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
@@ -86,6 +87,10 @@ class RemediationRecord:
     handed_at: datetime | None = None
     gke_status: str | None = None
     gke_status_at: datetime | None = None
+    #: The branch the re-check settled on (the approved path, or the fallback the card's
+    #: rule names), and why; None before the re-check, and on records from before branches.
+    path: RepairPath | None = None
+    path_why: str | None = None
 
     def done(self, step: Step) -> StepRecord | None:
         """The step's successful record, if it completed (a redelivery skips it)."""
@@ -114,6 +119,8 @@ class RemediationRecord:
             "handed_at": ts(self.handed_at),
             "gke_status": self.gke_status,
             "gke_status_at": ts(self.gke_status_at),
+            "path": self.path.value if self.path else None,
+            "path_why": self.path_why,
         }
 
     @classmethod
@@ -135,7 +142,17 @@ class RemediationRecord:
             handed_at=ts("handed_at"),
             gke_status=data.get("gke_status"),
             gke_status_at=ts("gke_status_at"),
+            path=_path(data.get("path")),
+            path_why=data.get("path_why"),
         )
+
+
+def _path(value: object) -> RepairPath | None:
+    """A stored branch; None when absent or unknown (a record from another version)."""
+    try:
+        return RepairPath(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None
 
 
 class Verdict(StrEnum):

@@ -25,11 +25,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from loopbreaker.approval.repair import (
+    Branch,
+    ComputeFacts,
     DisruptionSchedule,
     HostFacts,
     RepairPath,
     RepairPolicy,
-    gke_blockers,
+    settle_branch,
 )
 from loopbreaker.approval.requests import Approval, Decision, Target
 from loopbreaker.errors import InvalidInput, LoopbreakerError, UnsafeToAct
@@ -224,9 +226,14 @@ def recheck(
     if pool_name is None:
         reasons.append("the node pool is unknown, so the circuit breaker cannot be checked")
     reasons += fleet_reasons(pool, policy, pool_name, suspect=target.node)
-    path = approved_path(target, policy)
-    if path is RepairPath.GKE and node is not None and instance is not None:
-        reasons += _gke_reasons(node, instance)
+    if instance is not None and instance.status == "REPAIRING":
+        # Compute is already repairing the host ("Troubleshoot the faulty host API": an
+        # instance may stay REPAIRING): another owner, whatever the path.
+        reasons.append(f"Compute Engine is already repairing VM {target.instance} (REPAIRING)")
+    if node is not None and instance is not None:
+        refusal = select_branch(target, node, instance, policy).refusal
+        if refusal:
+            reasons.append(refusal)
     # Every path takes a host out of service: one hourly budget for all of them.
     if deletions_last_hour >= policy.max_deletions_per_hour:
         reasons.append(
@@ -245,26 +252,28 @@ def approved_path(target: Target, policy: RemediationPolicy) -> RepairPath:
     return RepairPath.REPORT if policy.repair is RepairPolicy.REPORT else RepairPath.DELETE
 
 
-def _gke_reasons(node: NodeState, instance: InstanceState) -> list[str]:
-    """The approved ``gke`` path, checked again with Compute's word on the reservation."""
+def select_branch(
+    target: Target, node: NodeState, instance: InstanceState, policy: RemediationPolicy
+) -> Branch:
+    """The path the approval's rule selects with Compute's answer now (the re-check's).
+
+    The approved path where it holds; its fallback where the card named one; else a
+    refusal naming the path (a fixed policy on a VM it cannot take). The policy in force
+    when the approval was asked for is the one that counts: it is on the target.
+    """
     facts = HostFacts(
         node.name,
         machine_type=node.labels.get(MACHINE_TYPE_LABEL) or instance.machine_type,
         version=node.kubelet_version,
         reservation=node.labels.get(RESERVATION_LABEL),
-        provisioning_model=instance.provisioning_model,
-        reservation_type=instance.reservation_type,
+        compute=ComputeFacts(
+            provisioning_model=instance.provisioning_model,
+            reservation_type=instance.reservation_type,
+            machine_type=instance.machine_type,
+            status=instance.status,
+        ),
     )
-    blockers = gke_blockers(facts, confirm_reservation=True)
-    if instance.status != "RUNNING":
-        # "Your GKE node must be in a RUNNING state."
-        blockers.append(f"VM {instance.name} is {instance.status}, not RUNNING")
-    if not blockers:
-        return []
-    return [
-        "the approved repair path gke (GKE's report-and-replace) does not apply: "
-        f"{'; '.join(blockers)}; a new approval for another path is needed"
-    ]
+    return settle_branch(approved_path(target, policy), target.fallback_path, facts)
 
 
 def _host_reasons(target: Target, node: NodeState | None, instance: InstanceState) -> list[str]:
