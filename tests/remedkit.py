@@ -199,15 +199,21 @@ def gke_lab(
     target: Target,
     *,
     provisioning_model: str = "RESERVATION_BOUND",
+    reservation_affinity: str = "SPECIFIC_RESERVATION",
+    scenario: Path = A3,
 ) -> Iterator[Lab]:
-    """The A3 scenario's cluster, with GKE's report-and-replace, and the target's VM."""
-    nodes = json.loads((A3 / "nodes.json").read_text())["items"]
-    pods = json.loads((A3 / "pods.json").read_text())["items"]
+    """The scenario's cluster (the A3 one by default), with GKE's report-and-replace, and the
+    target's VM as Compute answers it: ``scheduling`` and ``reservationAffinity`` always."""
+    nodes = json.loads((scenario / "nodes.json").read_text())["items"]
+    pods = json.loads((scenario / "pods.json").read_text())["items"]
+    [node] = [n for n in nodes if n["metadata"]["name"] == target.node]
+    machine = node["metadata"]["labels"]["node.kubernetes.io/instance-type"]
     record = {
         "id": target.instance_id,
         "physicalHost": physical_host(nodes, target.node),
-        "machineType": f"zones/{target.zone}/machineTypes/a3-highgpu-8g",
+        "machineType": f"zones/{target.zone}/machineTypes/{machine}",
         "scheduling": {"provisioningModel": provisioning_model},
+        "reservationAffinity": {"consumeReservationType": reservation_affinity},
     }
     with ExitStack() as stack:
         compute = stack.enter_context(
