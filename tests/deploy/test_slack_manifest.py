@@ -19,8 +19,10 @@ LIBRARY = ROOT / "shared" / "loopbreaker"
 MANIFEST = ROOT / "deploy" / "slack" / "manifest.yaml"
 MODULE = ROOT / "infra" / "terraform"
 
-#: Slack Web API method => the bot scope it needs (api.slack.com/methods).
-SCOPES = {
+#: Slack Web API method => the bot scope it needs (api.slack.com/methods); None: the
+#: method's reference says "No scope required" (chat.getPermalink).
+SCOPES: dict[str, str | None] = {
+    "chat.getPermalink": None,
     "chat.postMessage": "chat:write",
     "chat.update": "chat:write",
     "chat.delete": "chat:write",
@@ -80,7 +82,7 @@ def slash_commands_handled() -> bool:
 
 def test_the_manifest_asks_for_exactly_the_scopes_the_calls_need() -> None:
     needed = sorted(
-        {SCOPES[method] for method in slack_methods()}
+        {scope for method in slack_methods() if (scope := SCOPES[method]) is not None}
         | ({"commands"} if slash_commands_handled() else set())
     )
     scopes = manifest()["oauth_config"]["scopes"]

@@ -1,4 +1,5 @@
-"""A fake of the Slack Web API subset the notifier calls: chat.postMessage and chat.update.
+"""A fake of the Slack Web API subset the notifier calls: chat.postMessage, chat.update and
+chat.getPermalink.
 
 Like Slack, a refused call is HTTP 200 with ``{"ok": false, "error": CODE}``; only
 throttling (429, with ``Retry-After``) and outages use other statuses. Point
@@ -84,6 +85,8 @@ class SlackServer(FakeServer):
             return self._post(body)
         if method == "chat.update":
             return self._update(body)
+        if method == "chat.getPermalink":
+            return self._permalink(body)
         return Response.json({"ok": False, "error": "unknown_method"}, 404)
 
     def _post(self, body: dict[str, Any]) -> Response:
@@ -128,6 +131,17 @@ class SlackServer(FakeServer):
                 "message": _public(message),
             }
         )
+
+    def _permalink(self, body: dict[str, Any]) -> Response:
+        """Slack's reference for chat.getPermalink: ``channel`` and ``message_ts`` in,
+        ``{"ok", "channel", "permalink"}`` out; ``message_not_found`` for an unknown ts."""
+        channel, ts = str(body.get("channel") or ""), str(body.get("message_ts") or "")
+        if channel not in self.channels:
+            return self._refuse("channel_not_found")
+        if (channel, ts) not in self.messages:
+            return self._refuse("message_not_found")
+        link = f"https://example-team.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        return Response.json({"ok": True, "channel": channel, "permalink": link})
 
     # --- helpers for tests -----------------------------------------------------------
 

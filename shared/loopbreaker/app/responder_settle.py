@@ -271,13 +271,18 @@ class Settling(ResponderState):
 
     def _notify(self, incident: Incident, report: SettleReport) -> None:
         if incident.linked_to is not None:
-            return  # silenced: the incident it is linked to carries the one message
-        message = notify.render(
-            incident,
-            signing_key=self.approvals.signing_key,
-            approvals_off=self.approvals.off_reason,
-            pause=self._pause,
-        )
+            if incident.notified_fingerprint is None:
+                return  # never posted: the incident it is linked to carries the one message
+            # Posted before the merge: its message is replaced in place by one that points
+            # to the holder's, so it states no verdict and asks for nothing any more.
+            message = notify.render_merged(incident, self.store.get(incident.linked_to))
+        else:
+            message = notify.render(
+                incident,
+                signing_key=self.approvals.signing_key,
+                approvals_off=self.approvals.off_reason,
+                pause=self._pause,
+            )
         if message.fingerprint == incident.notified_fingerprint:
             return
         try:

@@ -72,7 +72,7 @@ class SlackNotifier:
     def post(
         self, notification: Notification, where: Mapping[str, str] | None = None
     ) -> Mapping[str, str] | None:
-        message = slack_message(notification)
+        message = slack_message(notification, self._permalink(notification))
         thread = slack_thread(where)
         if thread is not None:
             try:
@@ -86,6 +86,19 @@ class SlackNotifier:
             "channel": str(response.get("channel") or (thread[0] if thread else self.channel)),
             "ts": str(response.get("ts") or (thread[1] if thread else "")),
         }
+
+    def _permalink(self, notification: Notification) -> str | None:
+        """The link to the message of the incident this one was merged into (Slack's
+        chat.getPermalink); None when there is none, or Slack would not say."""
+        held = slack_thread(notification.merged_into)
+        if held is None:
+            return None
+        try:
+            found = self._call("chat.getPermalink", channel=held[0], message_ts=held[1])
+        except (TransientError, InvalidInput, NotifierMisconfigured, _Gone):
+            return None  # the message names the incident either way
+        link = found.get("permalink")
+        return link if isinstance(link, str) and link.startswith("https://") else None
 
     def _call(self, method: str, **params: Any) -> Mapping[str, Any]:
         from slack_sdk.errors import SlackApiError, SlackClientError

@@ -57,6 +57,10 @@ class ApprovalPrompt:
     project: str
     physical_host: str
     expires_at: str
+    #: The Approve button's words and what its confirmation says will happen, by the path
+    #: (or the rule) the request is for: the button promises no more and no less.
+    label: str = "Approve: cordon, drain, delete VM"
+    what: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,20 +93,29 @@ class Notification:
     banner: str | None = None
     #: The outcome check after remediation ("loop broken: no restart in 2 h since ...").
     verification: tuple[str, ...] = ()
+    #: Set on the message of an incident merged into another: the incident that holds the
+    #: failure now (``incident``, ``title``) and where its message lives (``platform``,
+    #: ``channel``/``ts`` or ``message``/``thread``), so a notifier can link to it.
+    merged_into: Mapping[str, str] | None = None
 
     @property
     def fingerprint(self) -> str:
         """Changes exactly when what a reader sees changes."""
         data = asdict(self)
         # Left out while empty, so messages posted before these existed keep their print.
-        for name in ("banner", "verification"):
+        for name in ("banner", "verification", "merged_into"):
             if not data[name]:
                 del data[name]
         body = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "fields": dict(self.fields), "fingerprint": self.fingerprint}
+        return {
+            **asdict(self),
+            "fields": dict(self.fields),
+            "merged_into": dict(self.merged_into) if self.merged_into else None,
+            "fingerprint": self.fingerprint,
+        }
 
 
 class Notifier(Protocol):
@@ -218,6 +231,36 @@ def render(
     )
 
 
+def render_merged(incident: Incident, holder: Incident | None) -> Notification:
+    """The message of an incident merged into ``holder``, replacing its earlier one in place:
+    no verdict, no buttons, only where the failure is handled now (pure).
+
+    One failure, one live message: the holder's message states the verdict and asks for the
+    decision; this one points to it.
+    """
+    held = incident.linked_to or (holder.id if holder else "another incident")
+    title = render(holder).title if holder is not None else held
+    key = incident.key
+    where = f"{key.scope.value.replace('_', ' ')} {key.name}".rstrip("/")
+    note = (
+        f"Merged into incident {held}, which holds this failure now: its message states the "
+        "verdict and asks for any decision. Nothing is asked here."
+    )
+    target: dict[str, str] = {"incident": held, "title": title}
+    if holder is not None and holder.chat:
+        target.update({k: str(v) for k, v in holder.chat.items() if isinstance(v, str)})
+    return Notification(
+        incident_id=incident.id,
+        title=f"[merged] {where} in {incident.cluster or 'unknown cluster'}: see {held}",
+        text=f"{note}\n{incident.signal_count} signal(s) of this incident moved with it.",
+        severity="INFO",
+        state="merged",
+        fields={"incident": incident.id, "state": "merged", "merged_into": held},
+        approval_note=note,
+        merged_into=target,
+    )
+
+
 def _cost(document: Mapping[str, Any]) -> Cost | None:
     found = document.get("cost")
     try:
@@ -314,6 +357,7 @@ def _approval(
         return None, f"Approvals are off: {approvals_off or 'no signing key is configured'}."
     token = sign_token(ActionRequest.of(incident.id, request), signing_key)
     t = request.target
+    label, what = button_words(t)
     prompt = ApprovalPrompt(
         token=token,
         request_id=request.id,
@@ -324,8 +368,31 @@ def _approval(
         project=t.project,
         physical_host=t.physical_host,
         expires_at=format_rfc3339(request.expires_at),
+        label=label,
+        what=what,
     )
     return prompt, None
+
+
+def button_words(target: Target) -> tuple[str, str]:
+    """(the Approve button's label, its confirmation) for the path or rule approved."""
+    vm = f"VM {target.instance} (id {target.instance_id}) on host {target.physical_host}"
+    drain = f"Cordon and drain {target.node}, then"
+    path = target.repair_path
+    if path is RepairPath.GKE and target.fallback_path is RepairPath.DELETE:
+        return (
+            "Approve: GKE repair, else delete VM",
+            f"Hand {target.node} to GKE's report-and-replace if Compute confirms {vm} is "
+            f"reservation-bound; otherwise cordon and drain it, then delete the VM.",
+        )
+    if path is RepairPath.GKE:
+        return (
+            "Approve: hand node to GKE repair",
+            f"Label {target.node} for GKE's report-and-replace, which repairs {vm}.",
+        )
+    if path is RepairPath.REPORT:
+        return "Approve: cordon, drain, report host", f"{drain} report the host of {vm} as faulty."
+    return "Approve: cordon, drain, delete VM", f"{drain} delete {vm}."
 
 
 def _host_rows(document: Mapping[str, Any]) -> tuple[Mapping[str, str], ...]:

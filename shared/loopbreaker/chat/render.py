@@ -57,10 +57,16 @@ def _plain(text: str, limit: int) -> dict[str, Any]:
     return {"type": "plain_text", "text": clip(text, limit), "emoji": False}
 
 
-def slack_message(n: Notification) -> dict[str, Any]:
-    """``{"text", "blocks"}`` for chat.postMessage / chat.update."""
+def slack_message(n: Notification, link: str | None = None) -> dict[str, Any]:
+    """``{"text", "blocks"}`` for chat.postMessage / chat.update; ``link``: the permalink of
+    the message of the incident this one was merged into."""
     e = _mrkdwn_escape
     blocks: list[dict[str, Any]] = [{"type": "header", "text": _plain(n.title, SLACK_HEADER)}]
+    if n.merged_into:
+        held = n.merged_into.get("incident", "")
+        title = n.merged_into.get("title", "")
+        named = f"<{link}|{e(held)}>" if link else f"`{e(held)}`"
+        blocks.append(_section(f"*Merged into {named}*: {e(title)}"))
     if n.banner:
         blocks.append(_section(f":double_vertical_bar: *{e(n.banner)}*"))
     if n.verdict:
@@ -140,7 +146,7 @@ def _slack_actions(prompt: ApprovalPrompt) -> dict[str, Any]:
     if len(prompt.token) > SLACK_BUTTON_VALUE:
         raise ValueError(f"action request of {len(prompt.token)} characters is too long")
     e = _mrkdwn_escape
-    confirm_text = (
+    confirm_text = e(prompt.what) or (
         f"Cordon and drain *{e(prompt.node)}*, then delete VM *{e(prompt.instance)}* "
         f"(id {e(prompt.instance_id)}) on host `{e(prompt.physical_host)}`."
     )
@@ -151,7 +157,7 @@ def _slack_actions(prompt: ApprovalPrompt) -> dict[str, Any]:
             {
                 "type": "button",
                 "action_id": APPROVE_ACTION,
-                "text": _plain("Approve: cordon, drain, delete VM", SLACK_BUTTON_TEXT),
+                "text": _plain(prompt.label, SLACK_BUTTON_TEXT),
                 "style": "danger",
                 "value": prompt.token,
                 "confirm": {
@@ -187,6 +193,11 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
     """``{"text", "cardsV2"}`` for an incoming webhook or ``spaces.messages``."""
     h = _html
     widgets: list[dict[str, Any]] = []
+    if n.merged_into:
+        held, title = n.merged_into.get("incident", ""), n.merged_into.get("title", "")
+        name = n.merged_into.get("message")
+        where = f" (message {h(name)})" if name else ""
+        widgets.append(_paragraph(f"<b>Merged into {h(held)}</b>{where}: {h(title)}"))
     if n.banner:
         widgets.append(_paragraph(f"<b>⏸ {h(n.banner)}</b>"))
     if n.verdict:
@@ -257,7 +268,9 @@ def _chat_section(header: str, html: str) -> dict[str, Any]:
 def _chat_buttons(prompt: ApprovalPrompt) -> dict[str, Any]:
     h = _html
     what = (
-        f"Approve cordons and drains <b>{h(prompt.node)}</b>, then deletes VM "
+        f"Approve: {h(prompt.what)} Valid until {h(prompt.expires_at)}."
+        if prompt.what
+        else f"Approve cordons and drains <b>{h(prompt.node)}</b>, then deletes VM "
         f"<b>{h(prompt.instance)}</b> (id {h(prompt.instance_id)}) on host "
         f"<b>{h(prompt.physical_host)}</b>. Valid until {h(prompt.expires_at)}."
     )
