@@ -239,7 +239,8 @@ def render_merged(incident: Incident, holder: Incident | None) -> Notification:
     decision; this one points to it.
     """
     held = incident.linked_to or (holder.id if holder else "another incident")
-    title = render(holder).title if holder is not None else held
+    # The holder's title without its state: the pointer must not go stale as it moves on.
+    title = render(holder).title.split("] ", 1)[-1] if holder is not None else held
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}".rstrip("/")
     note = (
