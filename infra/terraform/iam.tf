@@ -201,7 +201,8 @@ resource "google_pubsub_topic_iam_member" "remediation_publisher" {
 
 # on_schedule diagnoses with live sources: Managed Prometheus (monitoring.viewer), Cloud
 # Logging (logging.viewer), the GKE API for nodes and pods (container.viewer: read-only,
-# no Secrets), and the VM's physical host (compute.viewer).
+# no Secrets), and the VM's physical host and provisioning model, which settle the repair
+# path before an approval is asked for (compute.viewer: instances.get).
 resource "google_project_iam_member" "diagnosis" {
   for_each = var.live_sources ? toset([
     "roles/compute.viewer",
