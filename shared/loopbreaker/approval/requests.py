@@ -482,11 +482,11 @@ def choose_target(
             None, f"the {' and '.join(missing)} of VM {instance} could not be resolved"
         )
     assert zone is not None and project is not None and instance_id is not None
-    answer: ComputeFacts | str = (
-        compute(project, zone, instance)
-        if compute is not None and repair is not RepairPolicy.DELETE
-        else "live sources are off"
-    )
+    answer: ComputeFacts | str = "live sources are off"
+    if repair is RepairPolicy.DELETE:
+        answer = "LOOPBREAKER_REPAIR_PATH=delete needs no Compute facts"
+    elif compute is not None:
+        answer = compute(project, zone, instance)
     facts = HostFacts(
         node,
         machine_type=info.machine_type if info else None,
