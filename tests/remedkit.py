@@ -72,12 +72,27 @@ def cluster_objects() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     daemon["metadata"].update(
         name="fluentbit-gke-x7k2",
         namespace="kube-system",
-        ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "fluentbit-gke"}],
+        # An owner reference always carries the owner's uid (V1OwnerReference.uid, required).
+        ownerReferences=[
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": "fluentbit-gke",
+                "uid": "3b1f0c2e-7d4a-4e59-9a61-0c5e2f8d4b17",
+            }
+        ],
     )
     mirror = copy.deepcopy(daemon)
     mirror["metadata"].update(
         name=f"kube-proxy-{NODE}",
-        ownerReferences=[{"apiVersion": "v1", "kind": "Node", "name": NODE}],
+        ownerReferences=[
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": NODE,
+                "uid": "9c2d7e41-5f0b-4a8e-b3d6-1f2a3b4c5d6e",
+            }
+        ],
         annotations={"kubernetes.io/config.mirror": "abc123"},
     )
     return nodes, [*pods, daemon, mirror]

@@ -13,7 +13,7 @@ from fakeservers import Fault, GkeServer, KubernetesServer, self_signed_tls, wri
 from loopbreaker.diagnosis.readers.kube import KubernetesReader
 from loopbreaker.diagnosis.readers.retry import RetryPolicy
 from loopbreaker.errors import ConfigError, SourceUnavailable
-from loopbreaker.model import NodeInfo, PodInfo
+from loopbreaker.model import ContainerInfo, NodeInfo, PodInfo
 
 TOKEN = "kube-token"
 
@@ -44,7 +44,8 @@ def pod(name: str, namespace: str, node_name: str, phase: str = "Running") -> di
                 "batch.kubernetes.io/job-completion-index": name.split("-")[-2],
             },
         },
-        "spec": {"nodeName": node_name},
+        # The apiserver never answers a pod without containers (V1PodSpec.containers).
+        "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": "trainer"}]},
         "status": {"phase": phase},
     }
 
@@ -97,6 +98,7 @@ def test_nodes_and_pods_are_mapped(kube: KubernetesServer, tmp_path: Path) -> No
         workload="w",
         coordinator=True,
         workload_kind="jobset",
+        containers=(ContainerInfo(name="main", image="trainer"),),
     )
     assert [p.name for p in pods] == ["w-slice-0-0-aaaaa", "w-slice-0-1-bbbbb"]
     assert [r_.path for r_ in kube.requests] == ["/api/v1/nodes", "/api/v1/namespaces/train/pods"]
