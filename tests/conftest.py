@@ -24,8 +24,10 @@ from loopbreaker.incidents.store.base import IncidentStore  # noqa: E402
 from loopbreaker.incidents.store.sqlite import SCRATCH_MEMORY_KEYS, SqliteStore  # noqa: E402
 
 # Real-service fixtures (prometheus_factory, alertmanager_factory, pubsub_emulator,
-# firestore_emulator, function_server_factory) live in harness/fixtures.py.
-pytest_plugins = ["harness.fixtures"]
+# firestore_emulator, function_server_factory) live in harness/fixtures.py; contracts/plugin.py
+# fails a test whose fake servers saw a request or sent a response their vendor's contract
+# forbids.
+pytest_plugins = ["harness.fixtures", "contracts.plugin"]
 
 
 @pytest.fixture(params=["fake", "sqlite", "sqlite-scratch"])

@@ -3,6 +3,11 @@
 Subclasses implement ``route(request) -> Response`` for one REST API and
 ``error(status, message) -> Response`` for that API's error body. Faults are queued with
 ``inject(Fault.FORBIDDEN, times=1, path="/v2/")`` and consumed by the next matching requests.
+
+A subclass may declare the vendor's ``contract`` (:mod:`contracts`): every request it receives
+and every response it sends is checked against it, and what departs from it is kept in
+``contract_violations``. :func:`take_violations` hands them to the test run
+(``contracts.plugin`` fails the test that caused them); an injected MALFORMED answer is exempt.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from contracts import Contract, Violation
 
 LOCALHOST = "127.0.0.1"
 
@@ -88,9 +96,14 @@ class FakeServer(abc.ABC):
 
     #: How long a TIMEOUT fault stalls; tests use client timeouts well below it.
     slow_seconds = 1.5
+    #: The API's machine-readable contract (tests/contracts); None: nothing is checked.
+    contract: ClassVar[Contract | None] = None
 
     def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[Request] = []
+        #: Every departure from ``contract``, requests and responses, in arrival order.
+        self.contract_violations: list[Violation] = []
+        self._taken = 0
         self._faults: list[_Injected] = []
         self._lock = threading.Lock()
         self._tls = tls
@@ -129,6 +142,28 @@ class FakeServer(abc.ABC):
     def requests_to(self, path_part: str) -> list[Request]:
         return [r for r in self.requests if path_part in r.path]
 
+    # --- contract ---------------------------------------------------------------------
+
+    def take_violations(self) -> list[Violation]:
+        """The violations not taken yet: a test that sends a bad request on purpose takes
+        (and asserts) them, so that the run does not fail on them."""
+        with self._lock:
+            taken = self.contract_violations[self._taken :]
+            self._taken = len(self.contract_violations)
+        return taken
+
+    def _check(self, what: str, check: Any, *args: Any) -> None:
+        try:
+            found = list(check(*args))
+        except Exception as exc:  # a crash of the checker must fail the test, not hide
+            from contracts import Violation
+
+            name = self.contract.name if self.contract else "?"
+            found = [Violation(name, what, "?", "?", f"the check crashed: {exc!r}", __file__)]
+        if found:
+            with self._lock:
+                self.contract_violations.extend(found)
+
     # --- lifecycle -------------------------------------------------------------------
 
     @property
@@ -155,6 +190,8 @@ class FakeServer(abc.ABC):
             daemon=True,
         )
         self._thread.start()
+        with _STARTED_LOCK:
+            _STARTED.append(self)
         return self
 
     def stop(self) -> None:
@@ -177,7 +214,15 @@ class FakeServer(abc.ABC):
     def _dispatch(self, request: Request) -> Response | None:
         with self._lock:
             self.requests.append(request)
+        if self.contract is not None:
+            self._check("request", self.contract.check_request, request)
         fault = self._take_fault(request.path)
+        response = self._respond(request, fault)
+        if self.contract is not None and response is not None and fault is not Fault.MALFORMED:
+            self._check("response", self.contract.check_response, request, response)
+        return response
+
+    def _respond(self, request: Request, fault: Fault | None) -> Response | None:
         if fault is None:
             try:
                 return self.route(request)
@@ -195,6 +240,19 @@ class FakeServer(abc.ABC):
         if status == 429:
             response.headers.setdefault("Retry-After", "0")
         return response
+
+
+_STARTED: list[FakeServer] = []
+_STARTED_LOCK = threading.Lock()
+
+
+def take_violations() -> list[tuple[FakeServer, Violation]]:
+    """Violations not taken yet from every server started in this process; servers that
+    have stopped are forgotten once taken."""
+    with _STARTED_LOCK:
+        servers = list(_STARTED)
+        _STARTED[:] = [s for s in servers if s._httpd is not None]
+    return [(server, v) for server in servers for v in server.take_violations()]
 
 
 def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:

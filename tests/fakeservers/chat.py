@@ -3,7 +3,10 @@
 Webhook: ``POST /v1/spaces/{space}/messages?key=K&token=T[&threadKey=..&messageReplyOption=..]``.
 As in Chat, a ``threadKey`` names a thread only together with a ``messageReplyOption`` that
 replies (``REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD`` or ``REPLY_MESSAGE_OR_FAIL``); without one
-every message starts a new thread.
+every message starts a new thread. chat.v1.json (google-api-python-client 2.202.0),
+``messageReplyOption`` enumDescriptions: with either, "If a new ``thread_key`` is used, a new
+thread is created"; only ``REPLY_MESSAGE_OR_FAIL`` to a thread *name* that does not exist
+answers NOT_FOUND.
 
 API: ``POST /v1/spaces/{space}/messages?messageId=client-..`` (409 ALREADY_EXISTS when that
 client-assigned id is taken) and ``PATCH /v1/spaces/{space}/messages/{id}?updateMask=..``
@@ -17,6 +20,8 @@ import itertools
 import re
 from typing import Any
 
+from contracts.discovery import chat_v1
+
 from .base import Request, Response
 from .google import GoogleApiServer
 
@@ -24,11 +29,23 @@ _MESSAGES = re.compile(r"^/v1/spaces/([^/]+)/messages$")
 _MESSAGE = re.compile(r"^/v1/spaces/([^/]+)/messages/([^/]+)$")
 _CLIENT_ID = re.compile(r"^client-[a-z0-9-]{1,56}$")
 _REPLY_OPTIONS = frozenset({"REPLY_MESSAGE_FALLBACK_TO_NEW_THREAD", "REPLY_MESSAGE_OR_FAIL"})
-_UPDATABLE = frozenset({"text", "cardsV2", "attachment", "accessoryWidgets"})
+#: chat.v1.json spaces.messages.patch ``updateMask``: "Currently supported field paths: text,
+#: attachment, cards, cards_v2, accessory_widgets, quoted_message_metadata" (or ``*``); a field
+#: mask in a URL may also name them in lowerCamelCase (the proto3 JSON form of a FieldMask).
+_CAMEL = {
+    "cards_v2": "cardsV2",
+    "accessory_widgets": "accessoryWidgets",
+    "quoted_message_metadata": "quotedMessageMetadata",
+}
+_UPDATABLE = frozenset(
+    {"text", "attachment", "cards", "cardsV2", "accessoryWidgets", "quotedMessageMetadata"}
+)
 
 
 class ChatServer(GoogleApiServer):
     """Messages of Chat spaces; ``webhook_url(space)`` is a valid incoming webhook."""
+
+    contract = chat_v1()
 
     def __init__(
         self,
@@ -94,7 +111,7 @@ class ChatServer(GoogleApiServer):
                 return self._already_exists(space, client_id)
             thread = self._thread_for(space, request, body)
             if thread is None:
-                return self.error(404, "Thread not found (REPLY_MESSAGE_OR_FAIL).")
+                return self.error(404, "Requested entity was not found (REPLY_MESSAGE_OR_FAIL).")
             server_id = f"m{next(self._ids):04d}.m{next(self._ids):04d}"
             name = f"spaces/{space}/messages/{server_id}"
             message = {
@@ -129,11 +146,15 @@ class ChatServer(GoogleApiServer):
         given = body.get("thread") if isinstance(body.get("thread"), dict) else {}
         key = key or given.get("threadKey")
         if option in _REPLY_OPTIONS and given.get("name"):
-            return str(given["name"])
+            name = str(given["name"])
+            known = name in self.threads.values() or any(
+                m["thread"]["name"] == name for m in self.messages.values()
+            )
+            if known or option != "REPLY_MESSAGE_OR_FAIL":
+                return name if known else f"spaces/{space}/threads/t{next(self._ids):04d}"
+            return None
         if option in _REPLY_OPTIONS and key:
             existing = self.threads.get((space, key))
-            if existing is None and option == "REPLY_MESSAGE_OR_FAIL":
-                return None
             if existing is None:
                 digest = hashlib.sha256(f"{space}/{key}".encode()).hexdigest()[:11]
                 existing = self.threads[(space, key)] = f"spaces/{space}/threads/{digest}"
@@ -148,9 +169,12 @@ class ChatServer(GoogleApiServer):
             request.headers.get("authorization") != f"Bearer {self.bearer}"
         ):
             return self.error(401, "Request had invalid authentication credentials.")
-        mask = [f for f in (request.param("updateMask") or "").split(",") if f]
+        mask = [f.strip() for f in (request.param("updateMask") or "").split(",") if f.strip()]
         if not mask:
             return self.error(400, "updateMask is required")
+        if mask == ["*"]:
+            mask = ["text", "cardsV2", "attachment", "accessoryWidgets"]
+        mask = [_CAMEL.get(f, f) for f in mask]
         unknown = [f for f in mask if f not in _UPDATABLE]
         if unknown:
             return self.error(400, f"Invalid field in updateMask: {unknown[0]}")

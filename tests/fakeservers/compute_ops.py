@@ -22,6 +22,7 @@ finish DONE with an ``error``; a failed delete leaves the instance in place.
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import re
 import threading
@@ -29,17 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.discovery import compute_v1, document
+from contracts.discovery_schema import flags_of
+
 from .base import Request, Response
-from .google import GoogleApiServer
+from .google import GoogleApiServer, compute_defaults
 
 BASE = "https://www.googleapis.com/compute/v1"
-_FAULT_BEHAVIORS = {
-    "BEHAVIOR_UNSPECIFIED",
-    "PERFORMANCE",
-    "SILENT_DATA_CORRUPTION",
-    "UNRECOVERABLE_GPU_ERROR",
-}
-_SCHEDULES = {"DISRUPTION_SCHEDULE_UNSPECIFIED", "FUTURE", "IMMEDIATE"}
 
 Key = tuple[str, str, str]
 
@@ -56,6 +53,8 @@ class _Operation:
 
 class ComputeOpsServer(GoogleApiServer):
     """Instances keyed by (project, zone, name) that delete and report faulty hosts."""
+
+    contract = compute_v1()
 
     _PREFIX = r"^/compute/v1/projects/([^/]+)/zones/([^/]+)"
     _INSTANCE = re.compile(_PREFIX + r"/instances/([^/]+)$")
@@ -148,6 +147,7 @@ class ComputeOpsServer(GoogleApiServer):
         for k, v in record.items():
             if k != "physicalHost":
                 instance[k] = copy.deepcopy(v)
+        instance.update(compute_defaults(record))
         if record.get("physicalHost"):
             instance["resourceStatus"] = {"physicalHost": record["physicalHost"]}
         return Response.json(instance)
@@ -184,11 +184,23 @@ class ComputeOpsServer(GoogleApiServer):
             return self.error(400, "Invalid JSON payload received.")
         if not isinstance(body, dict):
             return self.error(400, "Invalid JSON payload received.")
-        if body.get("disruptionSchedule", "DISRUPTION_SCHEDULE_UNSPECIFIED") not in _SCHEDULES:
-            return self.error(400, f"Invalid value at 'disruption_schedule': {body!r}")
+        required, schedules, behaviors = _report_rules()
+        schedule = body.get("disruptionSchedule")
+        if schedule is None and required:
+            return self.error(400, "Required field 'resource.disruptionSchedule' not specified")
+        if schedule is not None and schedule not in schedules:
+            return self.error(
+                400,
+                f"Invalid value for field 'resource.disruptionSchedule': {schedule!r}. "
+                f"Only {', '.join(sorted(schedules))} is allowed.",
+            )
         for reason in body.get("faultReasons") or []:
-            if reason.get("behavior", "BEHAVIOR_UNSPECIFIED") not in _FAULT_BEHAVIORS:
-                return self.error(400, f"Invalid value at 'fault_reasons.behavior': {reason!r}")
+            if reason.get("behavior", "BEHAVIOR_UNSPECIFIED") not in behaviors:
+                return self.error(
+                    400,
+                    f"Invalid value for field 'resource.faultReasons.behavior': "
+                    f"{reason.get('behavior')!r}.",
+                )
         refusal = self.report_refusal(key)
         if refusal is not None:
             return self.error(400, refusal)
@@ -283,6 +295,21 @@ class ComputeOpsServer(GoogleApiServer):
         if op.body["operationType"] == "delete" and current:
             del self.instances[op.key]
             self.deleted.append((*op.key, op.target_id))
+
+
+@functools.cache
+def _report_rules() -> tuple[bool, frozenset[str], frozenset[str]]:
+    """What ``reportHostAsFaulty`` takes, as compute.v1.json (google-api-python-client
+    2.202.0) says: ``disruptionSchedule`` "Required field, only allows IMMEDIATE" (the enum
+    also lists DISRUPTION_SCHEDULE_UNSPECIFIED, "Not used", and FUTURE; the description
+    narrows it), ``faultReasons[].behavior`` one of its enum. Read from the document, so the
+    fake follows it when a release of the document allows more."""
+    schemas = document("compute.v1")["schemas"]
+    prop = schemas["InstancesReportHostAsFaultyRequest"]["properties"]["disruptionSchedule"]
+    flags = flags_of(prop)
+    schedules = flags.only or frozenset(prop["enum"]) - {"DISRUPTION_SCHEDULE_UNSPECIFIED"}
+    reason = schemas["InstancesReportHostAsFaultyRequestFaultReason"]["properties"]
+    return flags.required, schedules, frozenset(reason["behavior"]["enum"])
 
 
 def _instance_link(key: Key) -> str:

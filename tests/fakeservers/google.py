@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import requests
+from contracts.discovery import compute_v1
 
 from loopbreaker.diagnosis.lql import LqlSyntaxError, check
 
@@ -23,6 +24,36 @@ _STATUS_NAMES = {
     500: "INTERNAL",
     503: "UNAVAILABLE",
 }
+
+
+#: Machine families with GPUs attached: they cannot live-migrate, so Compute sets their host
+#: maintenance to TERMINATE ("GPU machine types", docs.cloud.google.com/compute/docs/gpus,
+#: "VMs with GPUs ... must be set to terminate on host maintenance").
+_GPU_FAMILIES = ("a2-", "a3-", "a4-", "a4x-", "g2-", "g4-")
+
+
+def compute_defaults(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``scheduling`` and ``reservationAffinity`` as Compute answers them for every VM, the
+    record's own values over Compute's defaults (compute.v1.json, google-api-python-client
+    2.202.0: ``Scheduling.automaticRestart`` "By default, this is set to true",
+    ``onHostMaintenance`` "For standard instances, the default behavior is MIGRATE",
+    ``ReservationAffinity.consumeReservationType`` "ANY_RESERVATION (default)";
+    ``provisioningModel`` STANDARD and ``preemptible`` false, as ``gcloud compute instances
+    describe`` shows a VM created without them)."""
+    machine = str(record.get("machineType", "")).rsplit("/", 1)[-1]
+    gpu = machine.startswith(_GPU_FAMILIES)
+    scheduling = {
+        "automaticRestart": True,
+        "onHostMaintenance": "TERMINATE" if gpu else "MIGRATE",
+        "preemptible": False,
+        "provisioningModel": "STANDARD",
+        **(record.get("scheduling") or {}),
+    }
+    affinity = {
+        "consumeReservationType": "ANY_RESERVATION",
+        **(record.get("reservationAffinity") or {}),
+    }
+    return {"scheduling": scheduling, "reservationAffinity": affinity}
 
 
 class GoogleApiServer(FakeServer):
@@ -83,6 +114,8 @@ class LoggingServer(GoogleApiServer):
 class ComputeServer(GoogleApiServer):
     """``GET /compute/v1/projects/{p}/zones/{z}/instances/{name}``."""
 
+    contract = compute_v1()
+
     _PATH = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 
     def __init__(
@@ -114,6 +147,7 @@ class ComputeServer(GoogleApiServer):
             "name": name,
             "zone": f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}",
             "status": "RUNNING",
+            **compute_defaults({}),
         }
         host = self.hosts[(project, zone, name)]
         if isinstance(host, dict):  # a whole resourceStatus (physicalHostTopology ...)

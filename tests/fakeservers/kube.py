@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from contracts.kube_models import KubeContract
+
 from .base import FakeServer, Request, Response
 
 
@@ -18,6 +20,8 @@ class KubernetesServer(FakeServer):
     """``/api/v1/nodes``, ``/api/v1/pods``, ``/api/v1/namespaces/{ns}/pods``,
     ``/apis/trainer.kubeflow.org/v1alpha1[/namespaces/{ns}]/trainjobs`` and
     ``/apis/jobset.x-k8s.io/v1alpha2[/namespaces/{ns}]/jobsets``."""
+
+    contract = KubeContract()
 
     _NS_PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
     #: kubeflow/trainer v2.1.0 pkg/apis/trainer/v1alpha1: group trainer.kubeflow.org,
