@@ -17,13 +17,14 @@ CHECKOV_VERSION := 3.3.30
 PROVIDER_SCHEMA_DIR := .provider-schema
 PROVIDER_SCHEMA_STAMP := $(PROVIDER_SCHEMA_DIR)/.installed
 
-.PHONY: help venv tools demo test lint typecheck unit bench bundle terraform provider-schema clean
+.PHONY: help venv tools demo test lint typecheck unit bench bundle terraform provider-schema mutate clean
 
 help:
 	@echo "make demo   - install and diagnose the bundled examples"
 	@echo "make test   - install, lint, type-check and run the whole test suite"
 	@echo "make bench  - cold-start, classification and storm benchmarks"
 	@echo "make bundle - build the Cloud Functions source bundle into build/bundle"
+	@echo "make mutate - mutation testing of the safety modules (slow; not part of test)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +90,13 @@ bench: $(STAMP)
 	LOOPBREAKER_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/app/test_hostile_input.py || status=1; \
 	exit $$status
+
+# Mutation testing of the approval, verification and remediation-safety modules (mutmut,
+# configured in pyproject.toml [tool.mutmut]; tests/mutation/). Slow, so not in `test` or
+# CI. Ends with killed / survived / equivalent per module and fails below 90% killed.
+# MUTATE_ARGS=--keep re-tests only what changed since the last run.
+mutate: $(STAMP)
+	$(BIN)/python tests/mutation/run.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(PROVIDER_SCHEMA_DIR) build .pytest_cache .mypy_cache .ruff_cache .hypothesis
