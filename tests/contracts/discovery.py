@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from contracts import Violation, json_body
-from contracts.discovery_schema import Found, SchemaWalker, description_flags
+from contracts.discovery_schema import Found, SchemaWalker, description_flags, uuid_problem
 
 if TYPE_CHECKING:
     from fakeservers.base import Request, Response
@@ -188,7 +188,7 @@ class DiscoveryContract:
         found: list[Found] = []
         found += self._path_params(method, path_values)
         found += self._query_params(method, request.query)
-        found += self._request_body(method, request.body)
+        found += self._request_body(method, request.body, _int_enums(request))
         return [self._violation("request", method.id, f) for f in found]
 
     def _path_params(self, method: Method, values: dict[str, str]) -> list[Found]:
@@ -270,7 +270,7 @@ class DiscoveryContract:
                     schema = schemas[schema["$ref"]]  # type: ignore[index]
         return out
 
-    def _request_body(self, method: Method, raw: bytes) -> list[Found]:
+    def _request_body(self, method: Method, raw: bytes, int_enums: bool) -> list[Found]:
         ref = method.spec.get("request")
         value, error = json_body(raw)
         if ref is None:
@@ -279,7 +279,7 @@ class DiscoveryContract:
             return []
         if error is not None:
             return [Found("body", error, f"{method.pointer}/request")]
-        walker = SchemaWalker(document(self.name)["schemas"], "request")
+        walker = SchemaWalker(document(self.name)["schemas"], "request", int_enums=int_enums)
         walker.check(ref, {} if value is None else value, "body", f"{method.pointer}/request")
         return walker.found
 
@@ -316,10 +316,17 @@ class DiscoveryContract:
         elif error is not None or value is None:
             found = [Found("body", error or "empty", f"{method.pointer}/response")]
         else:
-            walker = SchemaWalker(document(self.name)["schemas"], "response")
+            walker = SchemaWalker(
+                document(self.name)["schemas"], "response", int_enums=_int_enums(request)
+            )
             walker.check(ref, value, "body", f"{method.pointer}/response")
             found = walker.found
         return [self._violation("response", method.id, f) for f in found]
+
+
+def _int_enums(request: Request) -> bool:
+    alts = request.query.get("$alt", []) + request.query.get("alt", [])
+    return any("enum-encoding=int" in alt for alt in alts)
 
 
 def _query_spec(
@@ -350,6 +357,9 @@ def _query_value(spec: dict[str, Any], value: str, where: str, pointer: str) -> 
     pattern = spec.get("pattern")
     if pattern and not re.fullmatch(pattern, value):
         return [Found(where, f"{value!r} does not match {pattern!r}", f"{pointer}/pattern")]
+    problem = uuid_problem(description_flags(spec.get("description", "")), value)
+    if problem is not None:
+        return [Found(where, problem, f"{pointer}/description")]
     return []
 
 
@@ -384,6 +394,20 @@ def _camel(name: str) -> str:
 #: Compute Engine v1 (the instances.get, delete, reportHostAsFaulty and zoneOperations fakes).
 def compute_v1() -> DiscoveryContract:
     return DiscoveryContract("compute.v1")
+
+
+#: Cloud Logging v2 (``entries.list``), GKE v1 (``projects.locations.clusters.get``), Cloud
+#: Support v2 (cases, caseClassifications.search): the other Google fakes.
+def logging_v2() -> DiscoveryContract:
+    return DiscoveryContract("logging.v2")
+
+
+def container_v1() -> DiscoveryContract:
+    return DiscoveryContract("container.v1")
+
+
+def cloudsupport_v2() -> DiscoveryContract:
+    return DiscoveryContract("cloudsupport.v2")
 
 
 #: Google Chat v1. An incoming webhook's URL carries ``key`` (a standard parameter) and

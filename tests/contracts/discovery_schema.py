@@ -21,15 +21,18 @@ Every rule reads the document: ``type``/``format``/``enum``/``items``/``properti
   ``[Required]``/``Required in this object.``; conditional forms ("Required if ...",
   "Required when ...", "Output only for other usage") are not rules. And "only allows X",
   which narrows an enum (compute.v1.json ``InstancesReportHostAsFaultyRequest.
-  disruptionSchedule``: "Required field, only allows IMMEDIATE.").
+  disruptionSchedule``: "Required field, only allows IMMEDIATE."); and "must be a valid
+  UUID" (with "zero UUID is not supported"), which compute.v1.json says of ``requestId``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +45,10 @@ _ONLY_ALLOWS = re.compile(
     r"[A-Z][A-Z0-9_]*)*)"
 )
 _ENUM_WORD = re.compile(r"[A-Z][A-Z0-9_]*")
+#: compute.v1.json, every ``requestId`` (485 times): "The request ID must be a valid UUID with
+#: the exception that zero UUID is not supported (00000000-0000-0000-0000-000000000000)."
+_MUST_BE_UUID = re.compile(r"\bmust\s+be\s+a\s+valid\s+UUID\b")
+_ZERO_UUID_REFUSED = re.compile(r"zero\s+UUID\s+is\s+not\s+supported")
 _RFC3339 = re.compile(
     r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)$", re.IGNORECASE
 )
@@ -65,6 +72,9 @@ class Flags:
     input_only: bool = False
     #: Enum values the description narrows the field to ("only allows IMMEDIATE").
     only: frozenset[str] | None = None
+    #: "must be a valid UUID"; "zero UUID is not supported".
+    uuid: bool = False
+    zero_uuid_refused: bool = False
 
 
 @functools.lru_cache(maxsize=8192)
@@ -80,13 +90,28 @@ def description_flags(description: str, enum: tuple[str, ...] = ()) -> Flags:
         named = {w for w in _ENUM_WORD.findall(match.group(1)) if w in enum}
         if named:
             only = (only or frozenset()) | named
-    return Flags(required, output_only, input_only, only)
+    uuid = bool(_MUST_BE_UUID.search(description or ""))
+    zero = bool(_ZERO_UUID_REFUSED.search(description or ""))
+    return Flags(required, output_only, input_only, only, uuid, zero)
+
+
+def uuid_problem(flags: Flags, value: str) -> str | None:
+    """Why ``value`` is not the UUID the description asks for, or None."""
+    if not flags.uuid:
+        return None
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        return f"{value!r} is not a valid UUID, which the description requires"
+    if flags.zero_uuid_refused and parsed.int == 0:
+        return "the zero UUID, which the description says is not supported"
+    return None
 
 
 def flags_of(schema: dict[str, Any]) -> Flags:
     flags = description_flags(schema.get("description", ""), tuple(schema.get("enum") or ()))
     if schema.get("readOnly"):
-        flags = Flags(flags.required, True, flags.input_only, flags.only)
+        flags = dataclasses.replace(flags, output_only=True)
     return flags
 
 
@@ -101,9 +126,13 @@ class Found:
 class SchemaWalker:
     """Checks one JSON value; ``direction`` is "request" or "response"."""
 
-    def __init__(self, schemas: dict[str, Any], direction: str) -> None:
+    def __init__(self, schemas: dict[str, Any], direction: str, *, int_enums: bool = False) -> None:
         self.schemas = schemas
         self.direction = direction
+        #: The request asked ``$alt=json;enum-encoding=int``: enums travel as their numbers
+        #: (proto3 JSON: "Parsers accept both enum names and integer values"); the document
+        #: gives no numbers, so such a value is taken unchecked.
+        self.int_enums = int_enums
         self.found: list[Found] = []
 
     def _add(self, where: str, message: str, pointer: str) -> None:
@@ -121,11 +150,12 @@ class SchemaWalker:
     def check(self, schema: dict[str, Any], value: Any, where: str, pointer: str) -> None:
         flags = flags_of(schema)
         resolved, pointer = self.resolve(schema, pointer)
+        kind = resolved.get("type", "object" if "properties" in resolved else "any")
         if value is None:
-            if self.direction == "response":
+            # A null is a value only inside a Struct ("any"): a field is omitted when unset.
+            if self.direction == "response" and kind != "any":
                 self._add(where, "null: a Google API omits unset fields (proto3 JSON)", pointer)
             return
-        kind = resolved.get("type", "object" if "properties" in resolved else "any")
         checker = getattr(self, f"_{kind}", None)
         if checker is None:
             return  # "any" and types the format does not constrain
@@ -140,11 +170,15 @@ class SchemaWalker:
         if fmt in _RANGES:
             self._integer_text(value, fmt, where, pointer)
             return
+        if self.int_enums and schema.get("enum") and isinstance(value, int):
+            return
         if not isinstance(value, str):
             self._add(where, f"{type(value).__name__} {value!r} where a string is", pointer)
             return
         self._format(fmt, value, where, pointer)
         self._enum(schema, value, where, pointer, flags)
+        if (problem := uuid_problem(flags, value)) is not None:
+            self._add(where, problem, pointer)
 
     def _integer_text(self, value: Any, fmt: str, where: str, pointer: str) -> None:
         # proto3 JSON: a 64-bit integer is printed as a decimal string; parsers accept both.
@@ -162,6 +196,9 @@ class SchemaWalker:
             self._add(where, f"{value!r} is out of range for {fmt}", pointer)
 
     def _format(self, fmt: str, value: str, where: str, pointer: str) -> None:
+        # The formats of "Type and format summary", developers.google.com/discovery/v1/
+        # type-format: google-datetime/date-time RFC 3339, date, google-duration "3.5s",
+        # byte base64 (URL-safe accepted).
         if fmt in ("google-datetime", "date-time") and not _RFC3339.match(value):
             self._add(where, f"{value!r} is not an RFC 3339 timestamp ({fmt})", pointer)
         elif fmt == "date" and not _DATE.match(value):
@@ -177,6 +214,8 @@ class SchemaWalker:
     def _enum(
         self, schema: dict[str, Any], value: str, where: str, pointer: str, flags: Flags
     ) -> None:
+        # ``enum`` of the schema (Discovery Document reference); then the description's
+        # "only allows X", for what a request may send.
         enum = schema.get("enum")
         if enum and value not in enum:
             self._add(where, f"{value!r} is not one of {sorted(enum)}", pointer)
@@ -191,6 +230,8 @@ class SchemaWalker:
     def _integer(
         self, schema: dict[str, Any], value: Any, where: str, pointer: str, flags: Flags
     ) -> None:
+        # proto3 JSON: an int32/uint32 "will be a decimal number. Either numbers or strings
+        # are accepted" by a parser, so a request may quote it; a response never does.
         fmt = schema.get("format", "int32")
         ok_text = self.direction == "request" and isinstance(value, str) and _INT.match(value)
         if isinstance(value, bool) or not (isinstance(value, int) or ok_text):
@@ -231,6 +272,9 @@ class SchemaWalker:
         if not isinstance(value, dict):
             self._add(where, f"{type(value).__name__} where an object is", pointer)
             return
+        # ``properties`` name every field; ``additionalProperties`` is "the schema for any
+        # additional properties with dynamic keys" (Discovery Document reference). With
+        # neither, the object is free-form. Any other key is unknown to the API.
         properties = schema.get("properties")
         extra = schema.get("additionalProperties")
         if properties is None and extra is None:
@@ -255,6 +299,8 @@ class SchemaWalker:
                 )
 
     def _direction_rules(self, prop: dict[str, Any], where: str, pointer: str) -> None:
+        # "[Output Only]"/"Output only."/readOnly: the server sets it, a request may not;
+        # "[Input Only]"/"Input only.": the server never answers it (description markers).
         flags = flags_of(prop)
         if self.direction == "request" and flags.output_only:
             self._add(where, "an Output Only field sent in a request", pointer)

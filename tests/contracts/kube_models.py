@@ -209,6 +209,8 @@ class ModelWalker:
                 self.found.append((where, f"{type(value).__name__} where {kind} is"))
                 return
             for index, item in enumerate(value):
+                if item is None:
+                    self.found.append((f"{where}[{index}]", f"null in {kind}"))
                 self.check(kind[5:-1], item, f"{where}[{index}]")
             return
         if kind.startswith("dict("):
@@ -217,6 +219,9 @@ class ModelWalker:
                 return
             inner = kind[len("dict(str, ") : -1]
             for key, item in value.items():
+                # A null value deletes the key in a merge patch; a whole object has none.
+                if item is None and self.mode == "full":
+                    self.found.append((f"{where}[{key!r}]", f"null in {kind}"))
                 self.check(inner, item, f"{where}[{key!r}]")
             return
         scalar = _SCALARS.get(kind)
@@ -234,6 +239,8 @@ class ModelWalker:
         if not isinstance(value, dict):
             self.found.append((where, f"{type(value).__name__} where {name} is"))
             return
+        # attribute_map gives the JSON names, openapi_types their types; required_fields the
+        # setters that refuse None under client-side validation.
         by_json = {j: cls.openapi_types[a] for a, j in cls.attribute_map.items()}
         for key, item in value.items():
             sub = f"{where}.{key}" if where else key
@@ -327,6 +334,8 @@ class KubeContract:
         return out
 
     def _query(self, endpoint: Endpoint, query: dict[str, list[str]]) -> list[tuple[str, str]]:
+        # The parameters the client's method appends (query_params.append) and their
+        # docstring types; a bool as Go's strconv.ParseBool reads it.
         out = []
         for name, values in query.items():
             kind = endpoint.query.get(name)
@@ -408,6 +417,8 @@ def _is_sub(endpoint: Endpoint) -> bool:
 def _top_level(
     name: str, value: dict[str, Any], path: str, *, subresource: bool
 ) -> list[tuple[str, str]]:
+    # The model's kind (V1NodeList: NodeList) and the group/version of the path
+    # (/apis/events.k8s.io/v1/...: events.k8s.io/v1); a Status is always v1.
     out = []
     kind = kind_of(name)
     if "kind" in value and value["kind"] != kind:
@@ -419,6 +430,7 @@ def _top_level(
 
 
 def _new_object_rules(name: str, value: dict[str, Any]) -> list[tuple[str, str]]:
+    # The setters' docstrings: "cannot be empty for new Events", "at most 128 characters".
     out = []
     kind = kind_of(name)
     for field, (empty_for, most) in field_rules(name).items():

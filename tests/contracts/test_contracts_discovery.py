@@ -132,6 +132,18 @@ def test_query_and_path_parameters() -> None:
     assert [v.where for v in found] == ["query.requestId"]
 
 
+def test_a_request_id_must_be_a_uuid_as_the_description_says() -> None:
+    contract = compute_v1()
+    assert contract.check_request(request("DELETE", INSTANCE, requestId=REQUEST_ID)) == []
+    zero = "00000000-0000-0000-0000-000000000000"
+    found = contract.check_request(request("DELETE", INSTANCE, requestId="r-1"))
+    found += contract.check_request(request("DELETE", INSTANCE, requestId=zero))
+    assert messages(found) == [
+        "query.requestId: 'r-1' is not a valid UUID, which the description requires",
+        "query.requestId: the zero UUID, which the description says is not supported",
+    ]
+
+
 def test_an_unknown_method_and_a_body_where_none_is_taken() -> None:
     contract = compute_v1()
     found = contract.check_request(request("POST", f"{INSTANCE}/explode"))

@@ -10,6 +10,8 @@ from google.api_core import exceptions as gexc
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1 as gce
 
+pytest_plugins = ["pytester"]
+
 PROJECT, ZONE, VM = "customer-ai-project-123", "us-east5-a", "gke-a3-pool-7f2c-x1"
 REQUEST_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 RESERVED = {"scheduling": {"provisioningModel": "RESERVATION_BOUND"}}
@@ -50,6 +52,17 @@ def test_compute_refuses_what_the_description_refuses_with_a_google_error() -> N
     assert [(v.direction, v.where) for v in found] == [("request", "body.disruptionSchedule")] * 3
     assert raw.status_code == 400
     assert raw.json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_compute_refuses_a_request_id_that_is_not_a_uuid() -> None:
+    with ComputeOpsServer({(PROJECT, ZONE, VM): RESERVED}) as server:
+        delete = gce.DeleteInstanceRequest(
+            project=PROJECT, zone=ZONE, instance=VM, request_id="r-1"
+        )
+        with pytest.raises(gexc.BadRequest, match="must be a valid UUID"):
+            instances(server.url).delete_unary(request=delete, timeout=5)
+        assert server.deletes == []
+        assert [v.where for v in server.take_violations()] == ["query.requestId"]
 
 
 def test_every_instance_answers_scheduling_and_reservation_affinity() -> None:
@@ -95,3 +108,29 @@ def test_violations_are_taken_once_and_a_malformed_fault_is_exempt() -> None:
             ("ComputeServer", "query.colour")
         ]
         assert take_violations() == [] and len(server.contract_violations) == 1
+
+
+def test_the_plugin_fails_the_test_whose_fake_saw_the_violation(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["contracts.plugin"]')
+    pytester.makepyfile(
+        """
+        import requests
+        from fakeservers import ComputeServer
+
+        def test_clean():
+            with ComputeServer({("p", "z1", "vm"): None}) as server:
+                requests.get(server.url + "/compute/v1/projects/p/zones/z1/instances/vm")
+
+        def test_sends_an_unknown_parameter():
+            with ComputeServer({("p", "z1", "vm"): None}) as server:
+                requests.get(server.url + "/compute/v1/projects/p/zones/z1/instances/vm?x=1")
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_sends_an_unknown_parameter*",
+            "*ComputeServer: compute.v1 compute.instances.get request query.x: not a parameter*",
+        ]
+    )

@@ -157,9 +157,15 @@ def test_responses() -> None:
     get = request("GET", "/api/v1/nodes/n1")
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
     assert contract.check_response(get, Response.json(node)) == []
-    extra = {**node, "kind": "Pod", "spec": {"taints": [{"key": "k"}], "gpu": "h100"}}
+    extra = {
+        **node,
+        "kind": "Pod",
+        "metadata": {"name": "n1", "labels": {"gone": None}},
+        "spec": {"taints": [{"key": "k"}], "gpu": "h100"},
+    }
     assert messages(contract.check_response(get, Response.json(extra))) == [
         "body.kind: 'Pod', not 'Node'",
+        "body.metadata.labels['gone']: null in dict(str, str)",
         "body.spec.gpu: unknown field 'gpu' of V1NodeSpec",
         "body.spec.taints[0].effect: missing: V1Taint.effect is required",
     ]

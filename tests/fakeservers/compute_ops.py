@@ -26,6 +26,7 @@ import functools
 import itertools
 import re
 import threading
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,8 @@ class ComputeOpsServer(GoogleApiServer):
 
     def _delete(self, key: Key, request: Request) -> Response:
         request_id = request.param("requestId")
+        if (refusal := _request_id_refusal(request_id)) is not None:
+            return self.error(400, refusal)
         if (earlier := self._replay(key[0], request_id)) is not None:
             return earlier
         record = self.instances.get(key)
@@ -173,6 +176,8 @@ class ComputeOpsServer(GoogleApiServer):
 
     def _report_faulty(self, key: Key, request: Request) -> Response:
         request_id = request.param("requestId")
+        if (refusal := _request_id_refusal(request_id)) is not None:
+            return self.error(400, refusal)
         if (earlier := self._replay(key[0], request_id)) is not None:
             return earlier
         record = self.instances.get(key)
@@ -295,6 +300,22 @@ class ComputeOpsServer(GoogleApiServer):
         if op.body["operationType"] == "delete" and current:
             del self.instances[op.key]
             self.deleted.append((*op.key, op.target_id))
+
+
+def _request_id_refusal(request_id: str | None) -> str | None:
+    """compute.v1.json, ``requestId`` of every mutating method: "The request ID must be a valid
+    UUID with the exception that zero UUID is not supported"."""
+    if request_id is None:
+        return None
+    try:
+        if uuid.UUID(request_id).int != 0:
+            return None
+    except ValueError:
+        pass
+    return (
+        f"Invalid value for field 'requestId': {request_id!r}. The request ID must be a valid "
+        "UUID with the exception that zero UUID is not supported."
+    )
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import requests
-from contracts.discovery import compute_v1
+from contracts.discovery import compute_v1, container_v1, logging_v2
 
 from loopbreaker.diagnosis.lql import LqlSyntaxError, check
 
@@ -74,6 +74,8 @@ class GoogleApiServer(FakeServer):
 
 class LoggingServer(GoogleApiServer):
     """``POST /v2/entries:list`` over ``entries``, filtered with the query's own LQL."""
+
+    contract = logging_v2()
 
     #: The API's page size when the request names none.
     default_page_size = 50
@@ -162,6 +164,8 @@ class ComputeServer(GoogleApiServer):
 
 class GkeServer(GoogleApiServer):
     """``GET /v1/projects/{p}/locations/{l}/clusters/{c}`` returning endpoint and CA."""
+
+    contract = container_v1()
 
     _PATH = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)$")
 

@@ -20,6 +20,8 @@ import re
 import threading
 from typing import Any
 
+from contracts.discovery import cloudsupport_v2
+
 from .base import Request, Response
 from .google import GoogleApiServer
 
@@ -52,6 +54,8 @@ _QUERY = re.compile(r'^\s*(display_name|id)\s*:\s*"([^"]*)"\s*$')
 
 class SupportServer(GoogleApiServer):
     """Cases under ``projects/P`` or ``organizations/O``; ``cases`` holds them by name."""
+
+    contract = cloudsupport_v2()
 
     _CASES = re.compile(r"^/v2/((?:projects|organizations)/[^/]+)/cases$")
     _CASE = re.compile(r"^/v2/((?:projects|organizations)/[^/]+/cases/[^/]+)$")

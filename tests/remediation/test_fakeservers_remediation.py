@@ -21,6 +21,10 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 TOKEN = "remediator-token"
+#: Compute's requestId "must be a valid UUID" (compute.v1.json).
+R1 = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+R2 = "9b2f4c1e-3d6a-4f8b-a1c5-2e7d9f0b6a34"
+F1 = "c56a4180-65aa-42ec-a945-5fd21dec0538"
 
 # --- Kubernetes ----------------------------------------------------------------------------
 
@@ -248,7 +252,7 @@ def clients(server: ComputeOpsServer) -> tuple[Any, Any]:
     return instances, operations
 
 
-def delete_request(name: str = "gke-n1", request_id: str = "r-1") -> Any:
+def delete_request(name: str = "gke-n1", request_id: str = R1) -> Any:
     # request_id is not a flattened keyword of delete(): it goes in the request object.
     return compute_v1.DeleteInstanceRequest(
         project="proj", zone="z1", instance=name, request_id=request_id
@@ -272,11 +276,11 @@ def test_delete_done_at_once(compute: ComputeOpsServer) -> None:
         "DELETE",
         "/compute/v1/projects/proj/zones/z1/instances/gke-n1",
     )
-    assert request.param("requestId") == "r-1"
+    assert request.param("requestId") == R1
     assert op.done() and op.result(timeout=2) is None  # DONE in the reply: no poll sent
     assert op.operation_type == "delete" and op.target_id == 111
     assert op.target_link.endswith("/projects/proj/zones/z1/instances/gke-n1")
-    assert compute.deletes == [("proj", "z1", "gke-n1", "r-1")]
+    assert compute.deletes == [("proj", "z1", "gke-n1", R1)]
     assert compute.deleted == [("proj", "z1", "gke-n1", "111")]
     assert len(compute.requests) == 1
     with pytest.raises(gexc.NotFound):
@@ -289,11 +293,11 @@ def test_same_request_id_deletes_once_even_after_recreation(compute: ComputeOpsS
     new_id = compute.recreate("proj", "z1", "gke-n1", "333")
     second = instances.delete(request=delete_request(), timeout=2)
     assert second.name == first.name and second.target_id == 111
-    assert compute.deletes == [("proj", "z1", "gke-n1", "r-1")]
+    assert compute.deletes == [("proj", "z1", "gke-n1", R1)]
     vm = instances.get(project="proj", zone="z1", instance="gke-n1")
     assert vm.id == int(new_id) == 333  # the new VM survives the replayed request
     # A new request id targets the new VM.
-    third = instances.delete(request=delete_request(request_id="r-2"), timeout=2)
+    third = instances.delete(request=delete_request(request_id=R2), timeout=2)
     assert third.target_id == 333 and third.name != first.name
 
 
@@ -375,7 +379,7 @@ def test_report_host_as_faulty(compute: ComputeOpsServer) -> None:
         project="proj",
         zone="z1",
         instance="gke-n1",
-        request_id="f-1",
+        request_id=F1,
         instances_report_host_as_faulty_request_resource=body,
     )
     op = instances.report_host_as_faulty(request=request, timeout=2)
@@ -384,7 +388,7 @@ def test_report_host_as_faulty(compute: ComputeOpsServer) -> None:
         "POST",
         "/compute/v1/projects/proj/zones/z1/instances/gke-n1/reportHostAsFaulty",
     )
-    assert sent.param("requestId") == "f-1"
+    assert sent.param("requestId") == F1
     assert sent.json() == {
         "disruptionSchedule": "IMMEDIATE",
         "faultReasons": [{"behavior": "PERFORMANCE", "description": "XID 79 on host-a"}],
