@@ -96,7 +96,8 @@ class Method:
 
 
 def _template(template: str) -> tuple[re.Pattern[str], int]:
-    parts, last, literals = [], 0, 0
+    parts: list[str] = []
+    last = 0
     for match in _TEMPLATE_VAR.finditer(template):
         parts.append(re.escape(template[last : match.start()]))
         name = re.sub(r"\W", "_", match.group(2))
