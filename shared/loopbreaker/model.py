@@ -194,6 +194,10 @@ class Signal:
     instance_id: str | None = None
     zone: str | None = None
     reason: str | None = None
+    #: The machine type and accelerator a capacity signal names (what Compute could not
+    #: create: ``a3-highgpu-8g``, ``8 nvidia-h100-80gb``).
+    machine_type: str | None = None
+    accelerator: str | None = None
     #: True when the entry comes from worker 0 of slice 0 (the coordinator),
     #: False when it is known to be another worker, None when unknown.
     coordinator: bool | None = None

@@ -101,9 +101,102 @@ def event_entry(reason: str, message: str, obj: str) -> dict[str, Any]:
     }
 
 
-def audit_entry(method: str) -> dict[str, Any]:
-    """A Compute Engine system event, or a Kubernetes audit entry of a pod's status
-    (the kubelet's patch, with a container terminated OOMKilled)."""
+def compute_error_entry(method: str, message: str) -> dict[str, Any]:
+    """The last Admin Activity entry of a managed instance group's VM insert that failed
+    (gcpdiag's lint reads these: severity ERROR, the error in protoPayload.status)."""
+    vm = "gke-a3-train-usc1-a3-pool-1a2b3c4d-q9z1"
+    return {
+        "insertId": "a3",
+        "logName": f"projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Factivity",
+        "resource": {
+            "type": "gce_instance",
+            "labels": {"project_id": PROJECT, "zone": "us-central1-a", "instance_id": "43"},
+        },
+        "severity": "ERROR",
+        "operation": {"id": "operation-1", "producer": "compute.googleapis.com", "last": True},
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "status": {"code": 8, "message": message},
+            "serviceName": "compute.googleapis.com",
+            "methodName": method,
+            "resourceName": f"projects/{PROJECT}/zones/us-central1-a/instances/{vm}",
+            "requestMetadata": {"callerSuppliedUserAgent": "GCE Managed Instance Group for GKE"},
+        },
+        "timestamp": "2026-12-03T10:12:15.123456Z",
+    }
+
+
+VISIBILITY_LOG = "container.googleapis.com%2Fcluster-autoscaler-visibility"
+
+
+def visibility_entry(message_id: str) -> dict[str, Any]:
+    """A GKE cluster autoscaler visibility entry: an eventResult whose errorMsg names the
+    failing instance group, or a noScaleUp whose rejected group says why (the shapes
+    gcpdiag and KHI read)."""
+    mig = "gke-a3-train-usc1-a3-pool-1a2b3c4d-grp"
+    url = f"https://www.googleapis.com/compute/v1/projects/{PROJECT}/zones/us-central1-a/instanceGroups/{mig}"
+    if message_id.startswith("scale."):
+        payload: dict[str, Any] = {
+            "resultInfo": {
+                "measureTime": "1582878896",
+                "results": [
+                    {
+                        "eventId": "2fca91cd",
+                        "errorMsg": {"messageId": message_id, "parameters": [url]},
+                    }
+                ],
+            }
+        }
+    else:
+        reason = {
+            "messageId": message_id,
+            "parameters": ["NodeResourcesFit", "Insufficient memory"],
+        }
+        payload = {
+            "noDecisionStatus": {
+                "measureTime": "1582523362",
+                "noScaleUp": {
+                    "unhandledPodGroups": [
+                        {
+                            "podGroup": {
+                                "samplePod": {"name": POD, "namespace": "llm"},
+                                "totalPodCount": 1,
+                            },
+                            "rejectedMigs": [
+                                {
+                                    "mig": {
+                                        "name": mig,
+                                        "nodepool": "a3-pool",
+                                        "zone": "us-central1-a",
+                                    },
+                                    "reason": reason,
+                                }
+                            ],
+                        }
+                    ],
+                    "unhandledPodGroupsTotalCount": 1,
+                },
+            }
+        }
+    return {
+        "insertId": "v1",
+        "logName": f"projects/{PROJECT}/logs/{VISIBILITY_LOG}",
+        "resource": {
+            "type": "k8s_cluster",
+            "labels": {"project_id": PROJECT, "cluster_name": CLUSTER, "location": "us-central1"},
+        },
+        "severity": "DEFAULT",
+        "jsonPayload": payload,
+        "timestamp": "2026-12-03T10:12:15.123456Z",
+    }
+
+
+def audit_entry(method: str, message: str = "") -> dict[str, Any]:
+    """A Compute Engine system event, Compute's error for a VM it could not create, or a
+    Kubernetes audit entry of a pod's status (the kubelet's patch, with a container
+    terminated OOMKilled)."""
+    if message:
+        return compute_error_entry(method, message)
     if method.startswith("compute."):
         return {
             "insertId": "a1",
@@ -150,7 +243,9 @@ def audit_entry(method: str) -> dict[str, Any]:
 
 def entries_of(sig: Signature, example: Example) -> list[dict[str, Any]]:
     if sig.on == "audit":
-        return [audit_entry(example.method or sig.methods[0])]
+        return [audit_entry(example.method or sig.methods[0], example.text)]
+    if sig.on == "autoscaler":
+        return [visibility_entry(example.message_id or sig.message_ids[0])]
     if sig.on == "event":
         reason = example.reason or sig.reasons[0]
         return [event_entry(reason, example.text, example.object or sig.objects[0])]
@@ -193,6 +288,10 @@ def test_every_example_reaches_the_responder_through_its_sink_filter(
 
 
 def quiet_entries(q: Quiet) -> list[dict[str, Any]]:
+    if q.on == "audit":
+        return [audit_entry(q.method, q.text)]
+    if q.on == "autoscaler":
+        return [visibility_entry(q.message_id)]
     if q.on == "event":
         return [event_entry(q.reason, q.text, q.object or "Pod")]
     found = []

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
-from loopbreaker.signals import kube_events, matching
+from loopbreaker.signals import capacity, kube_events, matching
 from loopbreaker.signals.decode import type_name as _type_name
 from loopbreaker.signals.labels import (
     fill_coordinator,
@@ -291,6 +291,7 @@ def _classify_payload(
             None
             if resource_type == "k8s_container"
             else kube_events.event_kind(json_payload, fields)
+            or capacity.autoscaler_kind(json_payload, fields)
         )
         if decided is not None:
             return (*decided, None)
@@ -335,17 +336,25 @@ def _audit(proto: Mapping[str, Any], fields: dict[str, Any]) -> tuple[SignalKind
     status_msg = status.get("message") if isinstance(status, Mapping) else None
     if not isinstance(method, str):
         return SignalKind.UNRECOGNIZED, status_msg if isinstance(status_msg, str) else "", None
-    sig = kube_events.audit_signature(method)
+    status_text = status_msg if isinstance(status_msg, str) else ""
+    found = kube_events.audit_signature(method, status_text)
+    sig, details = found if found is not None else (None, None)
     if sig is not None and sig.kind is SignalKind.OOM_KILLED:
         decided = kube_events.pod_audit(proto, fields, workload_fields)
         if decided[0] is SignalKind.OOM_KILLED:
             fields["signature"] = sig.id
         return decided
-    summary = method if not isinstance(status_msg, str) else f"{method}: {status_msg}"
-    if sig is not None:
-        fields["signature"] = sig.id
-        return sig.kind, summary, method.rsplit(".", 1)[-1]
-    return SignalKind.UNRECOGNIZED, summary, None
+    summary = method if not status_text else f"{method}: {status_text}"
+    if sig is None:
+        return SignalKind.UNRECOGNIZED, summary, None
+    fields["signature"] = sig.id
+    if sig.cause:
+        # A VM Compute could not create: the node never existed, the instance is named.
+        fields["node"] = None
+        capacity.read_details(details, fields)
+        capacity.read_request(proto.get("request"), fields)
+        return sig.kind, summary, sig.cause
+    return sig.kind, summary, method.rsplit(".", 1)[-1]
 
 
 def _json_text(payload: Mapping[str, Any]) -> str:

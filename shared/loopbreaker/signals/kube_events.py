@@ -59,8 +59,12 @@ def _by_reason_pattern(reason: str) -> tuple[Signature, ...]:
 
 
 @cache
-def _audit_signatures() -> dict[str, Signature]:
-    return {m: sig for sig in catalog.load().audits() for m in sig.methods}
+def _audit_signatures() -> dict[str, tuple[Signature, ...]]:
+    by_method: dict[str, list[Signature]] = {}
+    for sig in catalog.load().audits():
+        for method in sig.methods:
+            by_method.setdefault(method, []).append(sig)
+    return {method: tuple(sigs) for method, sigs in by_method.items()}
 
 
 def event_signature(reason: str, obj_kind: object, message: str) -> Signature | None:
@@ -77,8 +81,18 @@ def event_signature(reason: str, obj_kind: object, message: str) -> Signature | 
     return None
 
 
-def audit_signature(method: str) -> Signature | None:
-    return _audit_signatures().get(method)
+def audit_signature(method: str, status: str = "") -> tuple[Signature, re.Match[str] | None] | None:
+    """The first audit signature for this method whose pattern (if any) the status
+    message matches, with that match."""
+    for sig in _audit_signatures().get(method, ()):
+        if sig.pattern is None:
+            return sig, None
+        lowered = status.lower()
+        if any(lit in lowered for lit in sig.literals):
+            found = sig.pattern.search(status)
+            if found is not None:
+                return sig, found
+    return None
 
 
 def event_kind(payload: Mapping[str, Any], fields: dict[str, Any]) -> Classified | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from loopbreaker.model import SignalKind
 from loopbreaker.signals import catalog
 from loopbreaker.signals.catalog import Signature
-from loopbreaker.signals.vocabulary import COMPUTE_METHOD_PREFIX
+from loopbreaker.signals.vocabulary import is_compute_capacity, is_system_event
 
 #: Cloud Logging refuses a filter longer than this (Logging query language reference).
 MAX_FILTER_LENGTH = 20_000
@@ -49,14 +49,28 @@ _HEADS = {
     "oom-killed": (
         'logName:"cloudaudit.googleapis.com%2Factivity"\nAND resource.type="k8s_cluster"'
     ),
+    # Compute's Admin Activity entry for a VM it could not create (a managed instance
+    # group's insert ends in an ERROR entry whose status names the stockout or quota).
+    "compute-capacity": (
+        'logName:"cloudaudit.googleapis.com%2Factivity"\nAND resource.type="gce_instance"'
+        "\nAND severity>=ERROR"
+    ),
+    # GKE's cluster autoscaler visibility log: its scale-up errors and noScaleUp reasons.
+    "autoscaler-visibility": (
+        'logName:"container.googleapis.com%2Fcluster-autoscaler-visibility"'
+        '\nAND resource.type="k8s_cluster"'
+    ),
 }
 
 
 def routes(sig: Signature) -> tuple[str, ...]:
     """The filters that export what ``sig`` matches."""
+    if sig.on == "autoscaler":
+        return ("autoscaler-visibility",)
     if sig.on == "audit":
-        compute = sig.methods[0].startswith(COMPUTE_METHOD_PREFIX)
-        return ("compute-system-events",) if compute else ("oom-killed",)
+        if is_system_event(sig):
+            return ("compute-system-events",)
+        return ("compute-capacity",) if is_compute_capacity(sig) else ("oom-killed",)
     if sig.on == "event":
         if sig.family in ("scheduling", "restart"):
             return ("scheduling-and-restarts",)
@@ -104,6 +118,10 @@ def _any(terms: Iterable[str]) -> str:
 
 
 def _clause(sig: Signature) -> str:
+    if sig.on == "autoscaler":
+        # The ids sit in nested arrays (results[].errorMsg, unhandledPodGroups[]...):
+        # searched anywhere in the entry, as each is a unique dotted word.
+        return _any(sig.message_ids)
     if sig.on == "audit":
         methods = f"protoPayload.methodName={_any(sig.methods)}"
         return f"({methods} AND {_any(sig.literals)})" if sig.literals else methods

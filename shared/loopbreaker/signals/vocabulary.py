@@ -15,8 +15,29 @@ from loopbreaker.model import SignalKind
 from loopbreaker.signals import catalog
 from loopbreaker.signals.catalog import Signature
 
-#: Compute Engine's audit methods start so; the others are Kubernetes' (pod statuses).
+#: Compute Engine's audit methods start so (after the API version of the request,
+#: ``v1.`` or ``beta.``, that the Admin Activity log names); the others are Kubernetes'
+#: (pod statuses).
 COMPUTE_METHOD_PREFIX = "compute."
+_API_VERSIONS = ("v1.", "beta.", "alpha.")
+
+
+def is_compute_method(method: str) -> bool:
+    """``compute.instances.preempted``, ``v1.compute.instances.insert``: Compute Engine's."""
+    for version in _API_VERSIONS:
+        method = method.removeprefix(version)
+    return method.startswith(COMPUTE_METHOD_PREFIX)
+
+
+def is_system_event(sig: Signature) -> bool:
+    """A Compute Engine system event (``cloudaudit.googleapis.com%2Fsystem_event``), not
+    an Admin Activity error such as a VM Compute could not create (scheduling)."""
+    return sig.on == "audit" and is_compute_method(sig.methods[0]) and sig.family != "scheduling"
+
+
+def is_compute_capacity(sig: Signature) -> bool:
+    """Compute's Admin Activity errors when it cannot create a VM (stockout, quota)."""
+    return sig.on == "audit" and is_compute_method(sig.methods[0]) and sig.family == "scheduling"
 
 
 def signatures() -> tuple[Signature, ...]:
@@ -29,9 +50,31 @@ def system_event_methods() -> dict[str, SignalKind]:
     return {
         method: sig.kind
         for sig in catalog.load().audits()
+        if is_system_event(sig)
         for method in sig.methods
-        if method.startswith(COMPUTE_METHOD_PREFIX)
     }
+
+
+@cache
+def compute_capacity_methods() -> tuple[str, ...]:
+    """Compute's VM-creating methods whose errors say capacity is missing."""
+    return tuple(
+        sorted(
+            {m for sig in catalog.load().audits() if is_compute_capacity(sig) for m in sig.methods}
+        )
+    )
+
+
+@cache
+def compute_capacity_words() -> tuple[str, ...]:
+    """Words one of which such an error's status message holds."""
+    return _sorted_literals(s for s in catalog.load().audits() if is_compute_capacity(s))
+
+
+@cache
+def autoscaler_message_ids() -> tuple[str, ...]:
+    """GKE cluster autoscaler visibility message ids that are a signal."""
+    return tuple(sorted({m for sig in catalog.load().autoscaler() for m in sig.message_ids}))
 
 
 @cache
@@ -41,7 +84,7 @@ def pod_audit_methods() -> tuple[str, ...]:
         method
         for sig in catalog.load().audits()
         for method in sig.methods
-        if not method.startswith(COMPUTE_METHOD_PREFIX)
+        if not is_compute_method(method)
     )
 
 
@@ -53,7 +96,7 @@ def pod_audit_words() -> tuple[str, ...]:
             {
                 lit
                 for sig in catalog.load().audits()
-                if not sig.methods[0].startswith(COMPUTE_METHOD_PREFIX)
+                if not is_compute_method(sig.methods[0])
                 for lit in sig.literals
             }
         )

@@ -14,7 +14,14 @@ A signature matches one of three things:
   notices), or of either;
 - ``on = "event"``: a Kubernetes Event by ``reasons``, the ``object`` kinds it is about, and
   optionally a ``pattern`` its message must match;
-- ``on = "audit"``: an audit entry by ``methods`` (``protoPayload.methodName``).
+- ``on = "audit"``: an audit entry by ``methods`` (``protoPayload.methodName``), and
+  optionally a ``pattern`` its ``protoPayload.status.message`` must match (Compute's
+  errors when it cannot create a VM);
+- ``on = "autoscaler"``: an entry of GKE's cluster autoscaler visibility log by the
+  ``message_ids`` of its results and decisions (``scale.up.error.out.of.resources``); an
+  example's ``text`` is the entry's ``jsonPayload``.
+
+``cause`` is the reason a signature states when its pattern captures none (``stockout``).
 
 The literal guards that keep classification fast (most lines match nothing) are derived
 from each pattern (:func:`required_literals`), never written by hand.
@@ -55,6 +62,8 @@ FILES = (
 )
 FAMILIES = ("interruption", "host_fault", "workload_fault", "pod_fault", "scheduling", "restart")
 TEXT_SCOPES = ("container", "node", "any")
+#: Structured scopes: matched by a field of the entry, not by its text.
+SCOPES = (*TEXT_SCOPES, "event", "audit", "autoscaler")
 #: Named groups a pattern may capture; the classifier writes them into the reason.
 DETAIL_GROUPS = (
     "xid",
@@ -69,7 +78,14 @@ DETAIL_GROUPS = (
     "signal",
     "reason",
     "node",
+    "zone",
+    "machine_type",
+    "accelerator",
 )
+#: What a capacity signature may say is missing (its ``cause``), strongest first: a
+#: stockout of the machine type, then the project's quota, then the subnet's IP space,
+#: then no node pool whose nodes would fit.
+CAUSES = ("stockout", "quota exceeded", "IP space exhausted", "no fitting node pool")
 DEFAULT_PRIORITY = 100
 
 
@@ -86,6 +102,8 @@ class Example:
     reason: str = ""
     object: str = ""
     method: str = ""
+    #: A cluster autoscaler visibility message id (``on = "autoscaler"``).
+    message_id: str = ""
     #: The kind expected when it differs from the signature's (an Xid's class decides).
     kind: SignalKind | None = None
     #: Words the classified signal's reason must contain (the numbers a message gives).
@@ -116,6 +134,10 @@ class Signature:
     reason_literals: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
+    #: GKE cluster autoscaler visibility message ids (``on = "autoscaler"``).
+    message_ids: tuple[str, ...] = ()
+    #: The reason a match states when the pattern captures none (one of CAUSES).
+    cause: str = ""
     priority: int = DEFAULT_PRIORITY
     examples: tuple[Example, ...] = ()
     note: str = ""
@@ -134,6 +156,8 @@ class Quiet:
     text: str = ""
     reason: str = ""
     object: str = ""
+    method: str = ""
+    message_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,6 +173,9 @@ class Catalog:
 
     def audits(self) -> tuple[Signature, ...]:
         return tuple(s for s in self.signatures if s.on == "audit")
+
+    def autoscaler(self) -> tuple[Signature, ...]:
+        return tuple(s for s in self.signatures if s.on == "autoscaler")
 
 
 @cache
@@ -198,12 +225,23 @@ _SIG_KEYS = {
     "reason_pattern",
     "object",
     "methods",
+    "message_ids",
+    "cause",
     "priority",
     "examples",
     "note",
 }
-_EXAMPLE_KEYS = {"source", "text", "reason", "object", "method", "kind", "reason_has"}
-_QUIET_KEYS = {"on", "source", "text", "reason", "object"}
+_EXAMPLE_KEYS = {
+    "source",
+    "text",
+    "reason",
+    "object",
+    "method",
+    "message_id",
+    "kind",
+    "reason_has",
+}
+_QUIET_KEYS = {"on", "source", "text", "reason", "object", "method", "message_id"}
 
 
 def _tables(data: Mapping[str, Any], key: str, file: str) -> list[Mapping[str, Any]]:
@@ -250,8 +288,8 @@ def _signature(raw: Mapping[str, Any], file: str) -> Signature:
     if family not in FAMILIES:
         raise CatalogError(f"{where}: family {family!r} is not one of {', '.join(FAMILIES)}")
     on = _str(raw, "on", where)
-    if on not in (*TEXT_SCOPES, "event", "audit"):
-        raise CatalogError(f"{where}: on {on!r} is not container, node, any, event or audit")
+    if on not in SCOPES:
+        raise CatalogError(f"{where}: on {on!r} is not one of {', '.join(SCOPES)}")
     priority = raw.get("priority", DEFAULT_PRIORITY)
     if not isinstance(priority, int) or isinstance(priority, bool):
         raise CatalogError(f"{where}: 'priority' must be an integer")
@@ -269,7 +307,7 @@ def _signature(raw: Mapping[str, Any], file: str) -> Signature:
         if groups:
             raise CatalogError(f"{where}: unknown named group(s) {sorted(groups)}")
         literals = required_literals(text, ignore_case)
-        if literals is None and on in TEXT_SCOPES:
+        if literals is None and on in (*TEXT_SCOPES, "audit"):
             raise CatalogError(
                 f"{where}: every match of the pattern must contain a literal of "
                 f"{MIN_LITERAL}+ characters (the classifier's guard is derived from it)"
@@ -292,6 +330,12 @@ def _signature(raw: Mapping[str, Any], file: str) -> Signature:
         raise CatalogError(f"{where}: an event signature names its 'reasons' or 'reason_pattern'")
     if on == "audit" and not methods:
         raise CatalogError(f"{where}: an audit signature names its 'methods'")
+    message_ids = _strs(raw, "message_ids", where)
+    if (on == "autoscaler") != bool(message_ids):
+        raise CatalogError(f"{where}: an autoscaler signature (and only one) names 'message_ids'")
+    cause = _str(raw, "cause", where, required=False)
+    if cause and cause not in CAUSES:
+        raise CatalogError(f"{where}: cause {cause!r} is not one of {', '.join(CAUSES)}")
     kind = _kind(raw.get("kind"), where)
     examples = tuple(_example(e, where) for e in _tables(raw, "examples", where))
     if not examples:
@@ -313,6 +357,8 @@ def _signature(raw: Mapping[str, Any], file: str) -> Signature:
         reason_literals=reason_literals or (),
         objects=objects,
         methods=methods,
+        message_ids=message_ids,
+        cause=cause,
         priority=priority,
         examples=examples,
         note=_str(raw, "note", where, required=False),
@@ -330,19 +376,21 @@ def _example(raw: Mapping[str, Any], where: str) -> Example:
         reason=_str(raw, "reason", where, required=False),
         object=_str(raw, "object", where, required=False),
         method=_str(raw, "method", where, required=False),
+        message_id=_str(raw, "message_id", where, required=False),
         kind=_kind(kind, where) if kind is not None else None,
         reason_has=_strs(raw, "reason_has", where),
     )
 
 
 def _quiet(raw: Mapping[str, Any], file: str) -> Quiet:
-    where = f"{file}.toml: quiet line {raw.get('text') or raw.get('reason')!r}"
+    shown = raw.get("text") or raw.get("reason") or raw.get("message_id")
+    where = f"{file}.toml: quiet line {shown!r}"
     unknown = set(raw) - _QUIET_KEYS
     if unknown:
         raise CatalogError(f"{where}: unknown key(s) {sorted(unknown)}")
     on = _str(raw, "on", where)
-    if on not in (*TEXT_SCOPES, "event"):
-        raise CatalogError(f"{where}: on {on!r} is not container, node, any or event")
+    if on not in SCOPES:
+        raise CatalogError(f"{where}: on {on!r} is not one of {', '.join(SCOPES)}")
     return Quiet(
         on=on,
         file=file,
@@ -350,6 +398,8 @@ def _quiet(raw: Mapping[str, Any], file: str) -> Quiet:
         text=_str(raw, "text", where, required=False),
         reason=_str(raw, "reason", where, required=False),
         object=_str(raw, "object", where, required=False),
+        method=_str(raw, "method", where, required=False),
+        message_id=_str(raw, "message_id", where, required=False),
     )
 
 
@@ -375,19 +425,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = 0
     for sig in catalog.signatures:
         for example in sig.examples:
-            if sig.pattern is not None and sig.on != "audit":
+            if sig.pattern is not None:
                 text = example.text or ""
-                if sig.on == "event" and not text:
+                if sig.on in ("event", "audit") and not text:
                     continue
                 if not sig.pattern.search(text):
                     print(f"{sig.id}: example does not match: {text[:120]!r}", file=sys.stderr)
                     bad += 1
-                elif sig.on in TEXT_SCOPES and not any(g in text.lower() for g in sig.literals):
+                elif sig.on != "event" and not any(g in text.lower() for g in sig.literals):
                     print(f"{sig.id}: guard {sig.literals} misses {text[:80]!r}", file=sys.stderr)
                     bad += 1
     for q in catalog.quiet:
         for sig in catalog.text():
-            if q.text and sig.pattern is not None and sig.pattern.search(q.text):
+            structured = q.on in ("audit", "autoscaler")
+            if q.text and not structured and sig.pattern is not None and sig.pattern.search(q.text):
                 print(f"quiet line matches {sig.id}: {q.text[:120]!r}", file=sys.stderr)
                 bad += 1
     n = len(catalog.signatures)

@@ -74,7 +74,10 @@ def markdown(cat: Catalog) -> str:
 
 def _matches(sig: Signature) -> str:
     if sig.on == "audit":
-        return "audit " + ", ".join(f"`{m}`" for m in sig.methods)
+        status = f", status `{_pattern_text(sig.pattern)}`" if sig.pattern is not None else ""
+        return "audit " + ", ".join(f"`{m}`" for m in sig.methods) + status
+    if sig.on == "autoscaler":
+        return "autoscaler visibility " + ", ".join(f"`{m}`" for m in sig.message_ids)
     if sig.on == "event":
         reasons = (
             ", ".join(f"`{r}`" for r in sig.reasons)
