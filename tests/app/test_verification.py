@@ -252,7 +252,10 @@ def test_gke_repairing_the_host_in_place_is_the_outcome_not_a_recurrence(
     approval = remediated.approval
     assert approval is not None
     gke = replace(approval, target=replace(approval.target, repair_path=RepairPath.GKE))
-    incident = seed(store, replace(remediated, approval=gke))
+    assert remediated.remediation is not None
+    # Remediated by the gke branch: what the re-check settled on is what the check reads.
+    record = replace(remediated.remediation, path=RepairPath.GKE)
+    incident = seed(store, replace(remediated, approval=gke, remediation=record))
     check = incident.verification
     assert check is not None
     flat = restarts(check.since, [(-30, 8), (5, 8), (125, 8)])
