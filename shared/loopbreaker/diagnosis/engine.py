@@ -19,6 +19,7 @@ from loopbreaker.diagnosis import cost, maintenance, ticket, trainjobs
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
 from loopbreaker.diagnosis.steps import workload_faults
+from loopbreaker.diagnosis.steps.capacity import Shortage
 from loopbreaker.diagnosis.steps.common import (
     COORDINATOR,
     DEFAULT_THRESHOLDS,
@@ -206,14 +207,16 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
         restart_total=restarts.total,
         root_cause=cause,
         remediation=_remediation(
-            cause, suspects, context, faults, infra_gaps, interruptions.planned
+            cause, suspects, context, faults, infra_gaps, interruptions.planned, pods.shortages
         ),
         suspect_hosts=suspects,
         steps=steps,
         evidence=findings,
         ticket_draft=draft,
         missing_evidence=missing,
-        summary=_summary(cause, context, restarts, suspects, interruptions, faults, infra_gaps),
+        summary=_summary(
+            cause, context, restarts, suspects, interruptions, faults, infra_gaps, pods.shortages
+        ),
         queries_run=_run_count(steps),
         cost=spent,
     )
@@ -319,6 +322,7 @@ def _remediation(
     faults: workload_faults.WorkloadFaults | None = None,
     infra_gaps: str = "",
     planned: maintenance.Planned | None = None,
+    shortages: Sequence[Shortage] = (),
 ) -> Remediation:
     target = suspects[0] if suspects else None
     fault = faults.of(cause) if faults is not None else None
@@ -385,6 +389,13 @@ def _remediation(
                 "No destructive action for a single failure; GKE auto-repair handles the node.",
             ),
         )
+    if cause is RootCause.CAPACITY and shortages:
+        # The strongest shortage says what to do (a stockout: another zone, a reservation,
+        # flex-start); the rest are named after it.
+        others = tuple(f"Also: {s.finding()}" for s in shortages[1:3])
+        return Remediation(
+            RemediationPath.ADD_CAPACITY, Risk.LOW, False, shortages[0].actions() + others
+        )
     if cause is RootCause.CAPACITY:
         return Remediation(
             RemediationPath.ADD_CAPACITY,
@@ -421,6 +432,7 @@ def _summary(
     interruptions: Interruptions,
     faults: workload_faults.WorkloadFaults | None = None,
     infra_gaps: str = "",
+    shortages: Sequence[Shortage] = (),
 ) -> str:
     if restarts.loop and restarts.increase is not None:
         head = f"{ctx.workload} restarted {restarts.increase:g} time(s) inside the window"
@@ -442,6 +454,8 @@ def _summary(
         if infra_gaps
         else "no infrastructure cause found; inspect the application.",
     }.get(cause, "")
+    if cause is RootCause.CAPACITY and shortages:
+        tail = shortages[0].tail()
     fault = faults.of(cause) if faults is not None else None
     if fault is not None and cause in _POD_FAULT_PATHS:
         tail = workload_faults.summary_tail(fault)

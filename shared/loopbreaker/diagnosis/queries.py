@@ -92,6 +92,9 @@ _NODE_FAULT_TERMS = " OR ".join(
 )
 _POD_EVENT_REASONS = " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Pod"]))
 _POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in vocabulary.pod_audit_methods())
+_CAPACITY_METHODS = " OR ".join(f'"{m}"' for m in vocabulary.compute_capacity_methods())
+_CAPACITY_WORDS = " OR ".join(f'"{w}"' for w in vocabulary.compute_capacity_words())
+_AUTOSCALER_IDS = " OR ".join(f'"{m}"' for m in vocabulary.autoscaler_message_ids())
 _WORKLOAD_PODS = 'cluster="{cluster_name}", namespace="{namespace}", pod=~"{workload_name}.*"'
 
 
@@ -390,6 +393,26 @@ _MANAGED: tuple[Template, ...] = (
         'AND resource.labels.pod_name:"{workload_name}"\n' + _WINDOW_LQL,
         "Scheduling failures, preemptions, evictions and image-pull failures of the "
         "workload's pods.",
+    ),
+    Template(
+        "capacity_audit",
+        4,
+        L,
+        'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Factivity"\n'
+        'AND resource.type="gce_instance"\nAND severity>=ERROR\n'
+        f"AND protoPayload.methodName=({_CAPACITY_METHODS})\n"
+        f"AND ({_CAPACITY_WORDS})\n" + _WINDOW_LQL,
+        "VMs Compute Engine could not create (stockout, quota): the zone, machine type "
+        "and accelerator that are missing.",
+    ),
+    Template(
+        "autoscaler_visibility",
+        4,
+        L,
+        'logName="projects/{project_id}/logs/container.googleapis.com%2Fcluster-autoscaler-'
+        'visibility"\nAND resource.labels.cluster_name="{cluster_name}"\n'
+        f"AND ({_AUTOSCALER_IDS})\n" + _WINDOW_LQL,
+        "The cluster autoscaler's failed scale-ups and the reasons it did not scale up.",
     ),
     Template(
         "oom_audit",

@@ -33,6 +33,8 @@ LOG_QUERY_ORDER = (
     "system_events",
     "node_fault_logs",
     "scheduling_events",
+    "capacity_audit",
+    "autoscaler_visibility",
     "oom_audit",
     "coordinator_logs",
     "worker_logs",

@@ -223,12 +223,14 @@ def in_scope(sig: Signal, ctx: Context, ev: Evidence) -> bool:
         return sig.cluster == ctx.cluster
     if ctx.project and sig.project and sig.project != ctx.project:
         return False
-    if sig.node is None:
+    # A VM Compute could not create is named as an instance only: never a node.
+    where = sig.node or sig.instance
+    if where is None:
         return sig.kind in (SignalKind.JOB_RESTARTING, SignalKind.UNRECOGNIZED) or is_workload(
             sig, ctx
         )
     known = {n.name for n in ev.nodes or ()}
-    return sig.node in known or sig.node.startswith(f"gke-{ctx.cluster}-") or not known
+    return where in known or where.startswith(f"gke-{ctx.cluster}-") or not known
 
 
 def is_workload(sig: Signal, ctx: Context) -> bool:

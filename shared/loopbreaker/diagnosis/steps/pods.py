@@ -6,6 +6,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from loopbreaker.diagnosis.steps.capacity import Shortage, is_shortage, shortages
 from loopbreaker.diagnosis.steps.common import (
     COORDINATOR,
     Notes,
@@ -33,6 +34,8 @@ class Pods:
     application: bool
     #: The first deciding application fault line (for the order of causes).
     application_at: datetime | None = None
+    #: What Compute or the autoscaler could not create, strongest first.
+    shortages: tuple[Shortage, ...] = ()
 
 
 class PodOwner:
@@ -80,6 +83,14 @@ def step4(
     ``workload_nodes``: where its pods ran, whose own logs (a GPU fault in the node's
     journal names no pod) speak for the workload too."""
     owns = PodOwner(ctx, ev)
+    sched = [
+        s for s in signals if s.kind is SignalKind.UNSCHEDULABLE and (s.pod is None or owns(s.pod))
+    ]
+    # Compute's and the autoscaler's own word on what they could not create comes first:
+    # the scheduler's failures and the pods' state only echo it.
+    short = shortages(sched, ev)
+    for shortage in short[:3]:
+        notes.add(4, shortage.finding(), RootCause.CAPACITY, source=ev.source_of(EvidenceKind.LOGS))
     unschedulable: set[str] = set()
     for series in ev.unschedulable or ():
         pod = series.labels.get("pod_name", "")
@@ -109,13 +120,11 @@ def step4(
             source=ev.source_of(EvidenceKind.POD_PHASES),
         )
 
-    sched = [
-        s for s in signals if s.kind is SignalKind.UNSCHEDULABLE and (s.pod is None or owns(s.pod))
-    ]
-    if sched:
+    echoes = [s for s in sched if not is_shortage(s)]
+    if echoes:
         notes.add(
             4,
-            f"{len(sched)} scheduling failure(s), e.g. {sched[0].excerpt!r}.",
+            f"{len(echoes)} scheduling failure(s), e.g. {echoes[0].excerpt!r}.",
             RootCause.CAPACITY,
             source=ev.source_of(EvidenceKind.LOGS),
         )
@@ -200,7 +209,7 @@ def step4(
             RootCause.APPLICATION,
         )
     times = [s.timestamp for s in deciding if s.timestamp is not None]
-    return Pods(capacity, bool(deciding), min(times) if times else None)
+    return Pods(capacity, bool(deciding), min(times) if times else None, short)
 
 
 MAINTENANCE_POLICY = {
