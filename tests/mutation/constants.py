@@ -181,6 +181,8 @@ def _run(mutant: ConstantMutant, tree: Path, selection: list[str]) -> Outcome:
 
 def run(patterns: list[str], jobs: int) -> list[Outcome]:
     chosen = [m for m in all_mutants() if not patterns or any(p in m.id for p in patterns)]
+    if not chosen:
+        return []
     selection = tests()
     with tempfile.TemporaryDirectory(prefix="lb-constants-") as scratch:
         trees = []
@@ -208,8 +210,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument(
+        "--survivors", action="store_true", help="re-run only those the last run left alive"
+    )
     parser.add_argument("patterns", nargs="*", help="run only mutants whose id contains one")
     args = parser.parse_args(argv)
+    if args.survivors:
+        if not RESULTS.exists():
+            return 0
+        stored = json.loads(RESULTS.read_text(encoding="utf-8"))
+        args.patterns = [o["id"] for o in stored if o["status"] not in ("killed", "timeout")]
+        if not args.patterns:
+            return 0
     if args.list:
         for mutant in all_mutants():
             print(f"{mutant.id}\n    - {mutant.was.strip()}\n    + {mutant.now.strip()}")

@@ -11,6 +11,7 @@ Not part of ``make test``: a full run takes a while (see docs in the Makefile ta
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -50,6 +51,15 @@ def _link(path: Path, target: Path) -> None:
     path.symlink_to(target)
 
 
+def surviving() -> list[str]:
+    """The mutants the last run left alive (survived, or reached by no test)."""
+    names = []
+    for meta in sorted((WORK / "mutants").rglob("*.py.meta")):
+        codes = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        names += [name for name, code in codes.items() if code in (0, 5, 33)]
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -57,20 +67,31 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep earlier results (mutmut re-tests only changed functions and named mutants)",
     )
+    parser.add_argument(
+        "--survivors",
+        action="store_true",
+        help="keep earlier results and re-test only the mutants that survived them",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("mutants", nargs="*", help="mutmut mutant names or globs to (re-)test")
     args = parser.parse_args(argv)
-    stage(fresh=not args.keep and not args.mutants)
-    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.jobs)]
-    ran = subprocess.run([*command, *args.mutants], cwd=WORK, check=False)
-    if ran.returncode != 0:
-        print(f"mutmut run failed with exit code {ran.returncode}", file=sys.stderr)
-        return ran.returncode
+    names = list(args.mutants)
+    if args.survivors:
+        names += surviving()
+    stage(fresh=not (args.keep or args.survivors or names))
     sys.path.insert(0, str(Path(__file__).parent))
     import constants
     import summary
 
-    if not args.mutants:
+    if names or not args.survivors:
+        command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.jobs)]
+        ran = subprocess.run([*command, *names], cwd=WORK, check=False)
+        if ran.returncode != 0:
+            print(f"mutmut run failed with exit code {ran.returncode}", file=sys.stderr)
+            return ran.returncode
+    if args.survivors:
+        constants.main(["--jobs", str(args.jobs), "--survivors"])
+    elif not names:
         constants.main(["--jobs", str(args.jobs)])
     return summary.main([])
 

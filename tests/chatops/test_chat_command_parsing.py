@@ -2,7 +2,7 @@
 
 Pure parsing (``parse_command_text``, ``parse_command``): which bodies are a command at
 all, what each word becomes, and the usage a person is shown for anything else. What a
-parsed ``until=`` means in time is in test_chat_pause_until.py.
+parsed ``until=`` means in time is in test_chat_pause_until.py (beside this file).
 """
 
 from __future__ import annotations
