@@ -112,6 +112,16 @@ def test_a_value_another_version_wrote_reads_as_unknown_not_as_an_error(
     assert target.fault_reason == FaultReason(reason)
 
 
+@pytest.mark.parametrize(
+    "stored",
+    ["BEHAVIOR_UNSPECIFIED", "PERFORMANCE", "SILENT_DATA_CORRUPTION", "UNRECOVERABLE_GPU_ERROR"],
+)
+def test_every_fault_reason_reads_back_by_computes_name(stored: str) -> None:
+    # reportHostAsFaulty's faultReasons[].behavior values, as Compute spells them.
+    target = Target.from_dict({**OLDEST, "fault_reason": stored})
+    assert target.fault_reason.value == stored and target.to_dict()["fault_reason"] == stored
+
+
 def test_a_falsy_host_known_is_false() -> None:
     assert Target.from_dict({**OLDEST, "host_known": 0}).host_known is False
     assert Target.from_dict({**OLDEST, "host_known": None}).host_known is False

@@ -208,3 +208,25 @@ def test_a_verified_body_that_is_no_payload_is_answered_without_a_url(awaiting: 
         reply = desk.service.handle(headers, body)
         assert reply.status == 200 and reply.headers == {REFUSAL_HEADER: "400"}
     assert desk.replies == []
+
+
+def test_the_refusal_header_is_named_for_proxies_and_logs() -> None:
+    assert REFUSAL_HEADER == "X-Loopbreaker-Refusal"
+
+
+@pytest.mark.parametrize(("size", "taken"), [(256 * 1024, True), (256 * 1024 + 1, False)])
+def test_a_body_over_256_kib_is_refused_before_it_is_verified(
+    awaiting: Incident, size: int, taken: bool
+) -> None:
+    desk = desk_for(awaiting)
+    body = b"payload=" + b"x" * (size - len("payload="))
+    headers, _ = K.slack_request(body, desk.clock())
+    reply = desk.service.handle(headers, body)
+    if taken:  # verified, then not a click: a 400 told the clicker
+        assert reply.headers == {REFUSAL_HEADER: "400"}
+    else:
+        assert (reply.status, reply.headers) == (400, {})
+        assert reply.body == {
+            "text": f"Refused, nothing was changed: request body of {size} bytes is too large",
+            "status": 400,
+        }

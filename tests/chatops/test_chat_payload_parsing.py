@@ -80,6 +80,18 @@ def test_a_slack_click_without_container_or_response_url_has_none_of_them() -> N
     assert click.message is None
 
 
+@pytest.mark.parametrize("action_id", ["approve_remediation", "reject_remediation"])
+def test_the_buttons_action_ids_are_the_ones_posted_messages_carry(action_id: str) -> None:
+    # Buttons already in a channel keep these ids across deploys: they are the wire format.
+    payload = slack()
+    payload["actions"][0]["action_id"] = action_id
+    assert parse_slack(slack_body(payload)).action == action_id
+    event = chat(action=None, common={"invokedFunction": action_id, "parameters": {}})
+    assert parse_google_chat(chat_body(event)).action == action_id
+    assert {APPROVE_ACTION, REJECT_ACTION} == {"approve_remediation", "reject_remediation"}
+    assert ACTION_PARAMETER == "action_request"
+
+
 def test_a_slack_reject_and_any_token_value_are_carried_as_they_are() -> None:
     payload = slack()
     payload["actions"][0].update(action_id=REJECT_ACTION, value=12)

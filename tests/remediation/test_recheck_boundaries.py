@@ -196,6 +196,13 @@ def test_a_pool_out_of_scope_is_refused_and_one_in_scope_is_not() -> None:
     assert reasons(policy=replace(POLICY, node_pools=frozenset({"a3-pool", "x"}))) == []
 
 
+def test_the_pool_is_read_from_gkes_node_pool_label() -> None:
+    assert POOL_LABEL == "cloud.google.com/gke-nodepool"
+    scoped = replace(POLICY, node_pools=frozenset({"labelled-pool"}))
+    labelled = node({"cloud.google.com/gke-nodepool": "labelled-pool"})
+    assert reasons(node=labelled, policy=scoped) == []
+
+
 def test_the_pool_scope_falls_back_to_the_approved_pool_without_the_label() -> None:
     unlabelled = replace(node(), labels={HOST_LABEL: TARGET.physical_host})
     scoped = replace(POLICY, node_pools=frozenset({"a3-pool"}))
