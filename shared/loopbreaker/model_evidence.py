@@ -331,6 +331,8 @@ class EvidenceKind(StrEnum):
     POD_REASONS = "pod_reasons"
     MEMORY = "memory"
     POD_INFO = "pod_info"
+    #: ``DCGM_FI_DEV_XID_ERRORS``: the last Xid of each GPU, from NVIDIA's dcgm-exporter.
+    GPU_XIDS = "gpu_xids"
 
 
 @dataclass(frozen=True)
@@ -361,6 +363,8 @@ class Evidence:
     memory: tuple[Series, ...] | None = None
     #: ``kube_pod_info`` (uid, node, priority class of each pod).
     pod_info: tuple[Series, ...] | None = None
+    #: dcgm-exporter's ``DCGM_FI_DEV_XID_ERRORS`` per GPU; None when no source holds it.
+    gpu_xids: tuple[Series, ...] | None = None
     host_history: tuple[HostFailureRecord, ...] = ()
     #: JobSet objects (``jobsets.json``, the live API); None when not read.
     jobsets: tuple[JobSetInfo, ...] | None = None

@@ -71,7 +71,9 @@ def test_plan_explicit_wins_over_files(tmp_path: Path) -> None:
 def test_plan_files_over_live_default(tmp_path: Path) -> None:
     files = load_directory(copy_scenario(tmp_path, "metrics.om", "logs.json", "nodes.json"))
     origins = plan(CTX, SourceOptions(), files)
-    assert {origins[k] for k in METRIC_KINDS} == {Origin.FILE}
+    assert {origins[k] for k in METRIC_KINDS if k is not EvidenceKind.GPU_XIDS} == {Origin.FILE}
+    # A metrics.om without DCGM's series: no GPU series, and no live query for them.
+    assert origins[EvidenceKind.GPU_XIDS] is Origin.NONE
     assert origins[EvidenceKind.LOGS] is Origin.FILE
     assert origins[EvidenceKind.NODES] is Origin.FILE
     assert origins[EvidenceKind.PODS] is Origin.GKE  # pods.json missing: live default
@@ -115,6 +117,10 @@ def test_unreachable_metrics_source_is_asked_once() -> None:
     evidence = gather(CTX, SourceOptions(prometheus_url="http://p"), readers=_quiet(metrics))
     assert len(metrics.selectors) == 1
     for kind in METRIC_KINDS:
+        if kind is EvidenceKind.GPU_XIDS:
+            # Optional: the other kinds say the source failed; DCGM's absence is no gap.
+            assert kind not in evidence.sources
+            continue
         status = evidence.sources[kind]
         assert not status.available and status.reason == "HTTP 403 permission denied"
         assert getattr(evidence, kind.value) is None  # unavailable, not empty
@@ -126,7 +132,7 @@ def test_one_rejected_query_fails_only_its_kind() -> None:
         fail=[QueryRejected("p", "HTTP 400 query rejected: bad", 400)],
     )
     evidence = gather(CTX, SourceOptions(prometheus_url="http://p"), readers=_quiet(metrics))
-    assert len(metrics.selectors) == len(METRIC_KINDS) == 8
+    assert len(metrics.selectors) == len(METRIC_KINDS) == 9  # DCGM's GPU Xids the 9th
     assert not evidence.sources[EvidenceKind.RESTARTS].available
     assert evidence.sources[EvidenceKind.INTERRUPTIONS].available
 

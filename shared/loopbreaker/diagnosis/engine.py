@@ -18,7 +18,7 @@ from dataclasses import replace
 from loopbreaker.diagnosis import cost, maintenance, ticket, trainjobs
 from loopbreaker.diagnosis.queries import STEP_TITLES, queries_for
 from loopbreaker.diagnosis.scope import scope
-from loopbreaker.diagnosis.steps import workload_faults
+from loopbreaker.diagnosis.steps import gpu_metrics, workload_faults
 from loopbreaker.diagnosis.steps.capacity import Shortage
 from loopbreaker.diagnosis.steps.common import (
     COORDINATOR,
@@ -66,6 +66,9 @@ _STEP_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {
         EvidenceKind.POD_INFO,
     ),
 }
+#: Evidence a step reads where it exists, whose absence is no gap (a cluster without
+#: dcgm-exporter): named among the step's sources when it was read.
+_OPTIONAL_SOURCES: Mapping[int, tuple[EvidenceKind, ...]] = {3: (EvidenceKind.GPU_XIDS,)}
 #: Evidence a step also reads, which stands in when its own is missing.
 _STAND_INS: Mapping[int, tuple[EvidenceKind, ...]] = {
     1: (EvidenceKind.JOBSETS, EvidenceKind.LOGS, EvidenceKind.PODS),
@@ -96,6 +99,10 @@ def _diagnose(context: Context, evidence: Evidence, thresholds: Thresholds) -> D
     notes = Notes()
     evidence = scope(context, evidence)
     signals = [s for s in unique(evidence.signals or ()) if in_scope(s, context, evidence)]
+    # The GPUs' Xids as dcgm-exporter reports them read like the driver's log lines.
+    signals += [
+        s for s in gpu_metrics.signals(evidence.gpu_xids or ()) if in_scope(s, context, evidence)
+    ]
     if evidence.rejected_entries:
         where, why = evidence.rejected_entries[0]
         notes.add(
@@ -269,6 +276,11 @@ def _report(number: int, ev: Evidence, notes: Notes, queries: Sequence[Query]) -
     shown = available + [s for s in stand_ins if s is jobsets]
     if not available and stand_ins:
         available, shown = stand_ins, stand_ins
+    shown = shown + [
+        s
+        for s in (ev.sources.get(k) for k in _OPTIONAL_SOURCES.get(number, ()))
+        if s is not None and s.available
+    ]
     gaps = [
         f"{s.source}: {s.reason or 'unavailable'}"
         for s in statuses

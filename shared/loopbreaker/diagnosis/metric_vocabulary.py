@@ -39,6 +39,7 @@ GKE_SYSTEM = "gke-system-metrics"
 KUBE_STATE_METRICS = "kube-state-metrics"
 CADVISOR = "cadvisor"
 TRAINING_OPERATOR = "training-operator"
+DCGM_EXPORTER = "dcgm-exporter"
 
 #: The labels that name a cluster on a multi-cluster server, most common first.
 CLUSTER_LABELS = ("cluster", "cluster_name")
@@ -63,6 +64,12 @@ GKE_NODE_CONDITION_METRIC = "kubernetes_io:node_status_condition"
 GKE_UNSCHEDULABLE_METRIC = "kubernetes_io:pod_status_unschedulable"
 KSM_NODE_CONDITION_METRIC = "kube_node_status_condition"
 KSM_UNSCHEDULABLE_METRIC = "kube_pod_status_unschedulable"
+#: NVIDIA dcgm-exporter (4.5.3-4.8.2, etc/default-counters.csv): "Value of the last XID
+#: error encountered", a gauge per GPU. One name wherever it is scraped: a kube-prometheus-
+#: stack ServiceMonitor, Managed Service for Prometheus' PodMonitoring, GKE's managed DCGM
+#: package (Cloud Monitoring ``prometheus.googleapis.com/DCGM_FI_DEV_XID_ERRORS/gauge``,
+#: the same name in PromQL).
+DCGM_XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 
 _NODE_CONDITIONS = 'condition=~"Ready|MemoryPressure|DiskPressure|PIDPressure"'
 _WORKLOAD_PODS = 'namespace="{namespace}", pod=~"{workload_name}.*"'
@@ -76,6 +83,8 @@ def exporter(metric: str) -> str:
         return CADVISOR
     if metric.startswith("training_operator_"):
         return TRAINING_OPERATOR
+    if metric.startswith("DCGM_"):
+        return DCGM_EXPORTER
     return KUBE_STATE_METRICS
 
 
@@ -179,6 +188,8 @@ READINGS: Mapping[EvidenceKind, tuple[Reading, ...]] = {
             ),
         ),
     ),
+    # Every GPU's last Xid (a node's series carry the exporter's namespace, not the job's).
+    EvidenceKind.GPU_XIDS: (Reading(EvidenceKind.GPU_XIDS, (DCGM_XID_METRIC,)),),
 }
 
 #: Kubeflow's operator counts restarts per job namespace and framework; it names no job.

@@ -267,6 +267,8 @@ def _scope(ctx: Context, ev: Evidence) -> Evidence:
         # (kube-prometheus-stack: kube-state-metrics' target namespace="monitoring").
         interruptions=series(ev.interruptions, any_namespace=True),
         node_conditions=series(ev.node_conditions, any_namespace=True),
+        # A GPU's series carry the exporter's namespace, or the pod's that used the GPU.
+        gpu_xids=series(ev.gpu_xids, any_namespace=True),
         pod_phases=series(ev.pod_phases),
         unschedulable=series(ev.unschedulable),
         pod_reasons=series(ev.pod_reasons),

@@ -26,7 +26,12 @@ from typing import Any
 from loopbreaker.diagnosis import trainjobs
 from loopbreaker.diagnosis.jobsets import LogAttempts, jobset_info, restart_series_seen
 from loopbreaker.diagnosis.kube_objects import items_of, job_restart, node_info, pod_info
-from loopbreaker.diagnosis.metric_vocabulary import canonical, choose, missing_reason
+from loopbreaker.diagnosis.metric_vocabulary import (
+    DCGM_XID_METRIC,
+    canonical,
+    choose,
+    missing_reason,
+)
 from loopbreaker.diagnosis.progress import CheckpointLog
 from loopbreaker.diagnosis.telemetry_files import (
     LogFileCheck,
@@ -301,6 +306,11 @@ def load_directory(directory: Path) -> Evidence:
             else:
                 sources[kind] = SourceStatus(f"file:{METRICS_FILE}", True)
         values["restart_series_seen"] = restart_series_seen(values.get("restarts", ()))
+        if parsed.get(DCGM_XID_METRIC):
+            # Recorded only when present: most dumps hold no GPU series, and none is no
+            # gap in the evidence of a cluster that runs no dcgm-exporter.
+            values["gpu_xids"] = tuple(parsed[DCGM_XID_METRIC])
+            sources[EvidenceKind.GPU_XIDS] = SourceStatus(f"file:{METRICS_FILE}", True)
     else:
         for kind in METRIC_KINDS.values():
             sources[kind] = SourceStatus(f"file:{METRICS_FILE}", False, f"{METRICS_FILE} not found")

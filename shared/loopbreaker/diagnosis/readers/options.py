@@ -27,7 +27,10 @@ METRIC_KINDS = (
     EvidenceKind.POD_REASONS,
     EvidenceKind.MEMORY,
     EvidenceKind.POD_INFO,
+    EvidenceKind.GPU_XIDS,
 )
+#: Kinds a cluster may well not export (no dcgm-exporter): missing, they are no gap.
+OPTIONAL_KINDS = frozenset({EvidenceKind.GPU_XIDS})
 METRIC_ATTR = {
     EvidenceKind.RESTARTS: "restarts",
     EvidenceKind.INTERRUPTIONS: "interruptions",
@@ -37,6 +40,7 @@ METRIC_ATTR = {
     EvidenceKind.POD_REASONS: "pod_reasons",
     EvidenceKind.MEMORY: "memory",
     EvidenceKind.POD_INFO: "pod_info",
+    EvidenceKind.GPU_XIDS: "gpu_xids",
 }
 #: Per-request timeout of the live readers, in seconds (``--source-timeout``).
 DEFAULT_SOURCE_TIMEOUT = 30.0

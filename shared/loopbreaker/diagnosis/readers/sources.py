@@ -46,6 +46,7 @@ from loopbreaker.diagnosis.readers.options import (
     DEFAULT_SOURCE_TIMEOUT,
     METRIC_ATTR,
     METRIC_KINDS,
+    OPTIONAL_KINDS,
     Mode,
     Origin,
     Readers,
@@ -107,6 +108,9 @@ def plan(
             out[kind] = Origin.MANAGED_PROMETHEUS
         elif has_file(kind):
             out[kind] = Origin.FILE
+        elif kind in OPTIONAL_KINDS and any(has_file(k) for k in METRIC_KINDS):
+            # The metrics came from a file without it: the cluster's dump holds none.
+            out[kind] = Origin.NONE
         elif options.managed_prometheus is Mode.AUTO and project:
             out[kind] = Origin.MANAGED_PROMETHEUS
         else:
@@ -346,6 +350,11 @@ def gather(
             status, reason="; ".join(r for r in (status.reason, note) if r) or None
         )
 
+    for kind in OPTIONAL_KINDS:
+        status = sources.get(kind)
+        if status is not None and not status.available:
+            # No dcgm-exporter is no gap: the kind counts only where a source holds it.
+            del sources[kind]
     base = files or Evidence()
     if EvidenceKind.JOBSETS not in sources and file_status(EvidenceKind.JOBSETS) is not None:
         sources[EvidenceKind.JOBSETS] = file_status(EvidenceKind.JOBSETS)  # type: ignore[assignment]
@@ -367,6 +376,7 @@ def gather(
         pod_reasons=values.get("pod_reasons"),
         memory=values.get("memory"),
         pod_info=values.get("pod_info"),
+        gpu_xids=values.get("gpu_xids"),
         signals=values.get("signals"),
         nodes=values.get("nodes"),
         pods=values.get("pods"),

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from loopbreaker.diagnosis.steps import simultaneous
+from loopbreaker.diagnosis.metric_vocabulary import DCGM_XID_METRIC
+from loopbreaker.diagnosis.steps import gpu_metrics, simultaneous
 from loopbreaker.diagnosis.steps.common import Notes, Thresholds, hm, labels_match, short_list
 from loopbreaker.diagnosis.steps.interruptions import Interruptions
 from loopbreaker.diagnosis.steps.simultaneous import Group, Sighting
@@ -111,6 +112,7 @@ def step3(
     nodes: dict[str, NodeInfo] = {n.name: n for n in ev.nodes or ()}
     cond_source = ev.source_of(EvidenceKind.NODE_CONDITIONS) or "metrics"
     log_source = ev.source_of(EvidenceKind.LOGS) or "logs"
+    gpu_source = ev.source_of(EvidenceKind.GPU_XIDS) or DCGM_XID_METRIC
     episodes: list[_Episode] = []
 
     conditions = [
@@ -140,7 +142,7 @@ def step3(
             episode.reasons.add(sig.reason)
         elif sig.signature and sig.signature.startswith(GPU_SIGNATURES):
             episode.reasons.add(sig.excerpt[:120])
-        episode.sources.add(log_source)
+        episode.sources.add(gpu_source if gpu_metrics.is_dcgm(sig) else log_source)
         if sig.excerpt and len(episode.excerpts) < 3:
             episode.excerpts.append(sig.excerpt)
 
@@ -176,17 +178,32 @@ def step3(
             for at in e.times
             if e.kinds - {"NotReady"}
         ]
-        + [Sighting(str(s.node), s.timestamp, _fault_name(s)) for s in gpu if s.timestamp],
+        + [
+            Sighting(str(s.node), s.timestamp, _fault_name(s))
+            for s in gpu
+            if s.timestamp and not gpu_metrics.is_dcgm(s)
+        ],
         workload_nodes,
     )
-    for group in together:
+    # A gauge shows a fault at the next scrape: "at once" is within one scrape interval.
+    by_dcgm = simultaneous.groups(
+        [
+            Sighting(str(s.node), s.timestamp, _fault_name(s))
+            for s in gpu
+            if s.timestamp and gpu_metrics.is_dcgm(s)
+        ],
+        workload_nodes,
+        max(simultaneous.DEFAULT_WINDOW, gpu_metrics.scrape_step(ev.gpu_xids or ())),
+    )
+    for group, source in [(g, log_source) for g in together] + [(g, gpu_source) for g in by_dcgm]:
         notes.add(
             3,
             f"{group.describe()} ({short_list(list(group.nodes))}): one failure of the "
             "workload, the application, not of each host.",
             RootCause.APPLICATION,
-            source=log_source,
+            source=source,
         )
+    together += by_dcgm
     explained = [
         e
         for e in counted
@@ -201,7 +218,7 @@ def step3(
             supports=False,
         )
     counted = [e for e in counted if e not in explained]
-    _gpu_notes([s for s in gpu if s.pod is None], together, notes, log_source)
+    _gpu_notes([s for s in gpu if s.pod is None], together, notes, log_source, gpu_source)
 
     per_host: dict[str, list[_Episode]] = defaultdict(list)
     for episode in counted:
@@ -377,28 +394,32 @@ def _what(kinds: set[str], reasons: set[str]) -> str:
     return ", ".join(sorted(kinds - {"NotReady"}))
 
 
-def _gpu_notes(gpu: Sequence[Signal], together: Sequence[Group], notes: Notes, source: str) -> None:
+def _gpu_notes(
+    gpu: Sequence[Signal], together: Sequence[Group], notes: Notes, source: str, gpu_source: str
+) -> None:
     """The workload's and the unknown GPU faults of nodes that no group explains."""
     for sig in gpu:
         assert sig.node is not None and sig.timestamp is not None
         if simultaneous.covered(together, sig.node, sig.timestamp, timedelta(0)):
             continue
         what = sig.reason or sig.kind.value
+        dcgm = gpu_metrics.is_dcgm(sig)
+        said = "DCGM reported" if dcgm else "logged"
         if sig.kind is SignalKind.GPU_APPLICATION_ERROR:
             notes.add(
                 3,
-                f"Node {sig.node} logged {what} at {hm(sig.timestamp)}: NVIDIA's Xid catalog "
+                f"Node {sig.node} {said} {what} at {hm(sig.timestamp)}: NVIDIA's Xid catalog "
                 "puts it on the application, not the host.",
                 RootCause.APPLICATION,
-                source=source,
+                source=gpu_source if dcgm else source,
             )
         else:
             notes.add(
                 3,
-                f"Node {sig.node} logged {what} at {hm(sig.timestamp)}: evidence only, not a "
+                f"Node {sig.node} {said} {what} at {hm(sig.timestamp)}: evidence only, not a "
                 "host fault by NVIDIA's Xid catalog.",
                 supports=False,
-                source=source,
+                source=gpu_source if dcgm else source,
             )
 
 
