@@ -307,3 +307,19 @@ def test_gpu_rule_tests_fail_when_kubernetes_node_beats_node(tmp_path: Path) -> 
     done = run_rule_tests(broken, tmp_path, only="LoopbreakerGPUDoubleBitECC")
     assert done.returncode != 0, output(done)
     assert 'node="stale-name"' in done.stdout + done.stderr, output(done)
+
+
+def test_the_hardware_xid_alert_reads_the_diagnosis_class_table() -> None:
+    """LoopbreakerGPUHardwareXid fires on the XIDs the diagnosis counts as a host's failure:
+    the HARDWARE class of NVIDIA's catalog (loopbreaker.signals.xid), no more, no fewer."""
+    from loopbreaker.signals.xid import XIDS, XidClass
+
+    (rule,) = [
+        r
+        for r in alerting_rules(load_rule_crd()["spec"])
+        if r["alert"] == "LoopbreakerGPUHardwareXid"
+    ]
+    found = re.search(r'"xid_class", "hardware", "xid", "([0-9|]+)"', rule["expr"])
+    assert found is not None, rule["expr"]
+    hardware = {n for n, row in XIDS.items() if row.cls is XidClass.HARDWARE}
+    assert {int(n) for n in found[1].split("|")} == hardware

@@ -61,6 +61,7 @@ ALERTS = {
     "LoopbreakerTrainingPodsPending": "pods_pending",
     "LoopbreakerTrainingContainerOOMKilled": "restart_loop",
     "LoopbreakerGPUXidError": "gpu_health",
+    "LoopbreakerGPUHardwareXid": "gpu_health",
     "LoopbreakerGPUDoubleBitECC": "gpu_health",
 }
 #: Identity labels each signal's alerts must carry (exp_labels of a firing test case).
