@@ -364,3 +364,48 @@ def test_gpu_counts_read_zero_with_the_exporter_and_no_data_without(tmp_path: Pa
     path.write_text(yaml.safe_dump(tests, sort_keys=False))
     done = run(promtool(), "test", "rules", str(path))
     assert done.returncode == 0, output(done)
+
+
+def test_the_gpu_health_table_lists_only_hardware_class_xids(tmp_path: Path) -> None:
+    """promtool evaluates the table's query: a GPU whose last XID is 79 is listed with its
+    node and code; XID 13 (the application's) and 63 (a repair recorded) are not."""
+    (panel,) = [p for p in data_panels() if p["title"] == "GPUs with a hardware-class XID (range)"]
+    (target,) = panel["targets"]
+    expr = target["expr"].replace('cluster=~"$cluster", ', "").replace("$__range", "1h")
+    labels = 'modelName="H100", Hostname="n1"'
+    series = [
+        {
+            "series": f'DCGM_FI_DEV_XID_ERRORS{{gpu="3", UUID="GPU-3", {labels}}}',
+            "values": "0x20 79x39",
+        },
+        {
+            "series": f'DCGM_FI_DEV_XID_ERRORS{{gpu="0", UUID="GPU-0", {labels}}}',
+            "values": "0x20 13x39",
+        },
+        {
+            "series": f'DCGM_FI_DEV_XID_ERRORS{{gpu="1", UUID="GPU-1", {labels}}}',
+            "values": "0x20 63x39",
+        },
+    ]
+    listed = '{node="n1", gpu="3", UUID="GPU-3", modelName="H100", xid="79", xid_class="hardware"}'
+    tests = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": expr,
+                        "eval_time": "59m",
+                        "exp_samples": [{"labels": listed, "value": 1}],
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "gpu_health_table_test.yaml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False))
+    done = run(promtool(), "test", "rules", str(path))
+    assert done.returncode == 0, output(done)
