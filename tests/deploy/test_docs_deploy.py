@@ -29,7 +29,14 @@ def read(path: Path) -> str:
 
 # --- every repository path mentioned resolves ----------------------------------------
 
-_TOP = "|".join(p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith("."))
+#: What `make bundle` and the tests write (git ignores it): not the repository's own paths,
+#: so whether it exists depends on what ran before, never on the docs.
+_GENERATED = {"build"}
+_TOP = "|".join(
+    p.name
+    for p in ROOT.iterdir()
+    if p.is_dir() and not p.name.startswith(".") and p.name not in _GENERATED
+)
 #: A path into the repository: it starts with one of its top-level directories.
 _PATH = re.compile(rf"(?<![\w./@:$<-])((?:{_TOP})/[\w./*-]*[\w*/])")
 #: "owner/repo ref path": a source in another repository (docs/signals.md cites them so).
