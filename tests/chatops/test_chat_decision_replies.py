@@ -230,3 +230,32 @@ def test_a_body_over_256_kib_is_refused_before_it_is_verified(
             "text": f"Refused, nothing was changed: request body of {size} bytes is too large",
             "status": 400,
         }
+
+
+def test_with_approvals_off_a_click_is_told_why(awaiting: Incident) -> None:
+    store = FakeStore()
+    store.incidents[awaiting.id] = awaiting
+    desk = D.make_desk(store=store, now=K.click_time(awaiting), signing_key=None)
+    reply = desk.slack_click(K.token_of(awaiting))
+    said = "Nothing was changed: approvals are off: LOOPBREAKER_ACTION_SIGNING_KEY is not set"
+    assert reply.body == {"text": said, "status": 400}
+    assert current(desk, awaiting) == awaiting
+
+
+def test_an_approval_while_paused_is_refused_and_says_how_to_resume(awaiting: Incident) -> None:
+    desk = desk_for(awaiting)
+    desk.slack_command("pause until=2h GPU fleet upgrade")
+    reply = desk.slack_click(K.token_of(awaiting))
+    when = f"{desk.clock():%Y-%m-%dT%H:%M:%S}"
+    assert reply.headers == {REFUSAL_HEADER: "409"}
+    assert reply.body["text"].startswith(
+        f"Nothing was changed: remediation is paused by alice (U0APPROVER) via slack at {when}"
+    )
+    assert reply.body["text"].endswith(
+        ": GPU fleet upgrade. Approvals are refused until `loopbreaker resume` (or "
+        "`/loopbreaker resume`); a rejection is still taken"
+    )
+    assert current(desk, awaiting).state is State.AWAITING_APPROVAL
+    rejected = desk.slack_click(K.token_of(awaiting), action=REJECT_ACTION)
+    assert REFUSAL_HEADER not in rejected.headers
+    assert current(desk, awaiting).state is State.REJECTED
