@@ -148,6 +148,24 @@ def all_mutants() -> list[ConstantMutant]:
     return made
 
 
+def _pytest(tree: Path, selection: list[str]) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [
+        *(sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"),
+        *("-p", "no:unraisableexception", "--no-header"),
+        *selection,
+    ]
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, timeout=TIMEOUT_SECONDS, check=False
+    )
+
+
+#: pytest's exit codes: 1 a test failed, 2 collection failed (the mutant broke an import),
+#: 3 an internal error. The clean run before the mutants makes sure none of them is the
+#: tests' own doing.
+_KILLED = {1, 2, 3}
+
+
 def _run(mutant: ConstantMutant, tree: Path, selection: list[str]) -> Outcome:
     target = tree / mutant.path
     original = target.read_text(encoding="utf-8")
@@ -155,23 +173,10 @@ def _run(mutant: ConstantMutant, tree: Path, selection: list[str]) -> Outcome:
     ending = "\n" if lines[mutant.line - 1].endswith("\n") else ""
     lines[mutant.line - 1] = mutant.now + ending
     target.write_text("".join(lines), encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [
-        *(sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"),
-        *("-p", "no:unraisableexception", "--no-header", "-o", "console_output_style=classic"),
-        *selection,
-    ]
     start = time.monotonic()
     try:
-        ran = subprocess.run(
-            command,
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            timeout=TIMEOUT_SECONDS,
-            check=False,
-        )
-        status = {0: "survived", 1: "killed"}.get(ran.returncode, f"error {ran.returncode}")
+        code = _pytest(tree, selection).returncode
+        status = "survived" if code == 0 else "killed" if code in _KILLED else f"error {code}"
     except subprocess.TimeoutExpired:
         status = "timeout"
     finally:
@@ -191,6 +196,10 @@ def run(patterns: list[str], jobs: int) -> list[Outcome]:
             skip = shutil.ignore_patterns("__pycache__")
             shutil.copytree(PACKAGE, tree / "loopbreaker", ignore=skip)
             trees.append(tree)
+        clean = _pytest(trees[0], selection)
+        if clean.returncode != 0:
+            sys.stdout.write(clean.stdout.decode(errors="replace")[-3000:])
+            raise SystemExit(f"the tests fail without any mutant (exit {clean.returncode})")
         free = list(trees)
 
         def one(mutant: ConstantMutant) -> Outcome:
