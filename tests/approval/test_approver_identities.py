@@ -29,6 +29,8 @@ SLACK, CHAT = Platform.SLACK, Platform.GOOGLE_CHAT
         ("slack: U0123ABC ", {"U0123ABC"}),
         ("google-chat:Bob@Example.com", {"bob@example.com"}),
         ("google-chat: bob@example.com", {"bob@example.com"}),
+        # Only the first colon ends the prefix.
+        ("google-chat:team:ops@example.com", {"team:ops@example.com"}),
         (
             " U0123ABC ,slack:W0ABC,, alice@example.com, google-chat:BOB@example.com",
             {"U0123ABC", "W0ABC", "alice@example.com", "bob@example.com"},

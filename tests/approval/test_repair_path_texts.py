@@ -154,6 +154,7 @@ def test_a_fixed_host_repair_a_node_cannot_take_is_refused_with_the_reason(
     chosen = choose_path(policy, facts)
     said = f"LOOPBREAKER_REPAIR_PATH={policy.value}, but {name} cannot take node n1: {blockers}"
     assert (chosen.why, chosen.refusal, chosen.fallback) == (said, said, None)
+    assert chosen.path is (RepairPath.GKE if policy is RepairPolicy.GKE else RepairPath.REPORT)
 
 
 def test_a_fixed_delete_needs_nothing_of_the_node() -> None:
@@ -248,3 +249,23 @@ def test_each_path_in_a_few_words() -> None:
 )
 def test_gke_versions_are_read_strictly(text: str, parsed: object) -> None:
     assert gke_version(text) == parsed
+
+
+def test_several_blockers_at_the_recheck_are_joined_with_semicolons() -> None:
+    both = HostFacts("n1", compute=ComputeFacts("STANDARD", None, "a2-highgpu-1g", "STOPPING"))
+    blockers = (
+        "machine type a2-highgpu-1g is not one reportHostAsFaulty supports (A4X Max, A4X, A4, "
+        "A3 Ultra, A3 Mega, A3 High with 8 GPUs); "
+        + NOT_BOUND.format(words="provisioning model STANDARD", name=REPORT)
+        + "; Compute Engine says the VM is STOPPING, not RUNNING"
+    )
+    refused = settle_branch(RepairPath.REPORT, None, both)
+    assert refused.refusal == (
+        f"repair path report (reportHostAsFaulty) refused: {blockers}; the approval allows no "
+        "other path"
+    )
+    fallen = settle_branch(RepairPath.REPORT, RepairPath.DELETE, both)
+    assert (
+        fallen.why
+        == f"the approved rule selects delete (cordon, drain and delete the VM): {blockers}"
+    )

@@ -298,3 +298,19 @@ def test_a_fixed_path_the_node_cannot_take_gives_the_refusal_as_the_reason() -> 
 def test_an_unknown_fault_reason_is_unspecified(found: str | None, reason: str) -> None:
     target = chosen(diagnosis(suspect(fault_reason=found)), (), (A3,))
     assert target.fault_reason is FaultReason(reason)
+
+
+def test_without_the_node_object_nothing_is_assumed_of_spot_or_flex_start() -> None:
+    signals = (audit(instance=NODE, instance_id="22", zone="z", project="p"),)
+    found = chosen(diagnosis(suspect()), signals, ())
+    assert (found.repair_path, found.repair_why) == (
+        RepairPath.DELETE,
+        f"GKE's report-and-replace does not apply: node {NODE}'s machine type is unknown "
+        f"(node.kubernetes.io/instance-type); node {NODE}'s GKE version is unknown",
+    )
+
+
+def test_without_episodes_the_last_of_three_named_nodes_is_the_target() -> None:
+    infos = tuple(replace(A3, name=n, instance=n) for n in ("first", "second", "third"))
+    listed = suspect(nodes=("first", "second", "third"), episodes=())
+    assert chosen(diagnosis(listed), (), infos).node == "third"

@@ -12,15 +12,17 @@ store; the service is chatdesk's, with the real verifiers.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import chatdesk as D
 import chatkit as K
 import pytest
-from fakes import FakeStore
+from fakes import FakeNotifier, FakeQueue, FakeStore
 from fakeservers.google_certs import CertsServer
 
+from loopbreaker.app.chat_actions import ChatActions
 from loopbreaker.approval.requests import REJECT_ACTION
 from loopbreaker.errors import ConfigError, TransientError
 from loopbreaker.incidents import Incident
@@ -176,6 +178,7 @@ def test_a_follow_up_failure_answers_google_chat_with_text_only(
 ) -> None:
     desk = follow_up_desk(awaiting, certs)
     reply = desk.chat_click(K.token_of(awaiting))
+    assert reply.status == 200
     assert reply.body == {"text": f"Incident {awaiting.id} approved; the message updates shortly."}
 
 
@@ -217,3 +220,22 @@ def test_a_google_chat_command_names_the_email(certs: CertsServer) -> None:
     desk.chat_command("status")
     line = only(desk, "pause_status")
     assert (line["platform"], line["user"]) == ("google-chat", K.CHAT_APPROVER)
+
+
+def test_without_an_injected_logger_the_lines_go_to_loopbreaker_chatops() -> None:
+    records = D.Records()
+    logger = logging.getLogger("loopbreaker.chatops")
+    logger.addHandler(records)
+    try:
+        ChatActions(
+            store=FakeStore(),
+            queue=FakeQueue(),
+            notifier=FakeNotifier(),
+            clock=lambda: D.NOW,
+            signing_key=None,
+            approvers=frozenset(),
+        ).handle({}, b"")
+    finally:
+        logger.removeHandler(records)
+    [line] = records.records
+    assert line.name == "loopbreaker.chatops" and line.fields["event"] == "chat_action_refused"  # type: ignore[attr-defined]

@@ -164,6 +164,7 @@ def test_a_marker_reads_as_its_kind_key_and_value() -> None:
     [
         ("", ()),
         (" , ,", ()),
+        ("label:a, , label:b", (Marker(LABEL, "a"), Marker(LABEL, "b"))),
         ("label:k", (Marker(LABEL, "k", None, None),)),
         ("taint:k=v", (Marker(TAINT, "k", "v", None),)),
         (
@@ -218,3 +219,14 @@ def test_a_malformed_entry_is_named_with_what_is_wrong(entry: str, said: str) ->
     with pytest.raises(ValueError) as refused:
         parse_markers(f"label:good, {entry}")
     assert str(refused.value) == said
+
+
+def test_gkes_report_and_replace_labels_by_their_documented_names() -> None:
+    # "Report faulty hosts through GKE": the labels GKE reads and writes on the node.
+    from loopbreaker.approval import repair
+
+    assert repair.FAULT_BEHAVIOR_LABEL == FAULT
+    assert repair.REPORT_AND_REPLACE_STATUS_LABEL == STATUS
+    assert repair.REPORT_AND_REPLACE_OPERATION_LABEL == (
+        "cloud.google.com/report-and-replace-operation"
+    )
