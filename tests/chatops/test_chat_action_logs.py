@@ -225,7 +225,9 @@ def test_a_google_chat_command_names_the_email(certs: CertsServer) -> None:
 def test_without_an_injected_logger_the_lines_go_to_loopbreaker_chatops() -> None:
     records = D.Records()
     logger = logging.getLogger("loopbreaker.chatops")
+    level = logger.level
     logger.addHandler(records)
+    logger.setLevel(logging.DEBUG)  # whatever configured the process's logging before
     try:
         ChatActions(
             store=FakeStore(),
@@ -237,5 +239,6 @@ def test_without_an_injected_logger_the_lines_go_to_loopbreaker_chatops() -> Non
         ).handle({}, b"")
     finally:
         logger.removeHandler(records)
+        logger.setLevel(level)
     [line] = records.records
     assert line.name == "loopbreaker.chatops" and line.fields["event"] == "chat_action_refused"  # type: ignore[attr-defined]

@@ -217,3 +217,13 @@ def test_another_owners_reason_names_the_node() -> None:
         f"node {TARGET.node} is in GKE's report-and-replace (cloud.google.com/fault-behavior=XID): "
         "GKE is evicting, reporting or replacing it"
     ]
+
+
+def test_a_node_whose_machine_type_nobody_knows_is_named() -> None:
+    unlabelled = replace(node(), labels={HOST_LABEL: TARGET.physical_host, POOL_LABEL: "a3-pool"})
+    unknown = vm(machine_type=None)
+    assert reasons(node=unlabelled, pool=[unlabelled], instance=unknown) == [
+        GKE_REFUSED.format(
+            f"node {TARGET.node}'s machine type is unknown (node.kubernetes.io/instance-type)"
+        )
+    ]
