@@ -65,7 +65,7 @@ def test_without_until_the_pause_lasts_until_resumed() -> None:
 
 
 @pytest.mark.parametrize(
-    "until", ["soon", "2", "2026-05-20T10:00:00", "2026-05-20", "-2h", "2h=x", "10:00Z"]
+    "until", ["", "soon", "2", "2026-05-20T10:00:00", "2026-05-20", "-2h", "2h=x", "10:00Z"]
 )
 def test_an_until_that_is_neither_is_refused_and_pauses_nothing(until: str) -> None:
     desk = D.make_desk()
@@ -83,7 +83,9 @@ def test_an_until_not_after_now_is_refused(until: str) -> None:
     reply = desk.slack_command(f"pause until={until} upgrade")
     assert desk.store.current_pause(NOW) is None
     assert reply.headers[REFUSAL_HEADER] == "400"
-    assert reply.body["text"].startswith(f"Nothing was changed: --until {until} is not after now")
+    assert reply.body["text"].startswith(
+        f"Nothing was changed: the pause's end {until} is not after now"
+    )
 
 
 def test_a_pause_without_a_reason_is_refused() -> None:

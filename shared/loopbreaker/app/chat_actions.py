@@ -315,7 +315,8 @@ class ChatActions:
             )
         who = f"{command.user_name or command.user} ({command.user}) via {command.platform.value}"
         if command.verb == "pause":
-            until = _until(command.until, now) if command.until else None
+            # An empty ``until=`` is a mistyped end, refused: never a pause with no end.
+            until = _until(command.until, now) if command.until is not None else None
             try:
                 record = incidents.new_pause(who, command.reason, now, until)
             except InvalidInput as exc:

@@ -291,7 +291,8 @@ def new_pause(by: str, reason: str, at: datetime, until: datetime | None) -> Pau
         raise InvalidInput("a pause needs to say who paused")
     if until is not None and until <= at:
         raise InvalidInput(
-            f"--until {format_rfc3339(until)} is not after now ({format_rfc3339(at)})"
+            # Said the same way for the CLI's --until and chat's until=.
+            f"the pause's end {format_rfc3339(until)} is not after now ({format_rfc3339(at)})"
         )
     pause_id = "pause-" + digest(f"{format_rfc3339(at)}/{by}/{text}")[:16]
     return PauseRecord(pause_id, by.strip(), text, at, until)
