@@ -5,37 +5,17 @@ the system and its marker; unrelated labels, annotations and taints are not."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from recheckkit import APPROVAL, NOW, TARGET, approved_node, approved_vm
 
-from loopbreaker.approval.requests import Approval, Decision, Platform, Target
-from loopbreaker.model import HostPlace
 from loopbreaker.remediation.owners import Marker, MarkerKind, Taint, parse_markers
 from loopbreaker.remediation.rules import (
-    HOST_LABEL,
-    POOL_LABEL,
-    InstanceState,
     NodeState,
     RemediationPolicy,
     recheck,
 )
 
-NOW = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
-TARGET = Target(
-    node="gke-a3-pool-1a2b-x7k2",
-    instance="gke-a3-pool-1a2b-x7k2",
-    instance_id="4471936583212201",
-    zone="us-central1-a",
-    project="proj",
-    physical_host="ce876975be10972b",
-    node_pool="a3-pool",
-    cluster="train",
-)
-APPROVAL = Approval(
-    Decision.APPROVED, "req-1", "isolate_host", TARGET, "U1", Platform.SLACK, NOW,
-    expires_at=NOW + timedelta(hours=1),
-)  # fmt: skip
 #: NVSentinel's markers, as docs/remediation.md gives them for the setting.
 NVSENTINEL = parse_markers(
     "NVSentinel:label:dgxc.nvidia.com/nvsentinel-state, NVSentinel:annotation:quarantineHealthEvent"
@@ -48,15 +28,7 @@ def node(
     taints: tuple[Taint, ...] = (),
 ) -> NodeState:
     """The approved node, every identity in place, plus ``labels``, annotations and taints."""
-    return NodeState(
-        TARGET.node,
-        labels={HOST_LABEL: TARGET.physical_host, POOL_LABEL: "a3-pool", **(labels or {})},
-        ready=False,
-        provider_id=f"gce://{TARGET.project}/{TARGET.zone}/{TARGET.instance}",
-        instance_id=TARGET.instance_id,
-        annotations=annotations or {},
-        taints=taints,
-    )
+    return approved_node(TARGET, labels, annotations=annotations or {}, taints=taints)
 
 
 def reasons(state: NodeState, markers: tuple[Marker, ...] = NVSENTINEL) -> list[str]:
@@ -65,9 +37,7 @@ def reasons(state: NodeState, markers: tuple[Marker, ...] = NVSENTINEL) -> list[
         APPROVAL,
         now=NOW,
         node=state,
-        instance=InstanceState(
-            TARGET.instance, TARGET.instance_id, place=HostPlace(TARGET.physical_host)
-        ),
+        instance=approved_vm(TARGET),
         pool=[state],
         deletions_last_hour=0,
         policy=RemediationPolicy(foreign_markers=markers),

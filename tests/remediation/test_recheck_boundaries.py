@@ -10,12 +10,12 @@ from the guard under test.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from recheckkit import APPROVAL, NOW, TARGET, approved_node, approved_vm
 
-from loopbreaker.approval.requests import Approval, Decision, Platform, Target
 from loopbreaker.model import HostPlace
 from loopbreaker.remediation.rules import (
     HOST_LABEL,
@@ -27,42 +27,17 @@ from loopbreaker.remediation.rules import (
     recheck,
 )
 
-NOW = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
-TARGET = Target(
-    node="gke-a3-pool-1a2b-x7k2",
-    instance="gke-a3-pool-1a2b-x7k2",
-    instance_id="4471936583212201",
-    zone="us-central1-a",
-    project="proj",
-    physical_host="ce876975be10972b",
-    node_pool="a3-pool",
-    cluster="train",
-)
-APPROVAL = Approval(
-    Decision.APPROVED, "req-1", "isolate_host", TARGET, "U1", Platform.SLACK, NOW,
-    expires_at=NOW + timedelta(hours=1),
-)  # fmt: skip
 POLICY = RemediationPolicy(dry_run=False, max_deletions_per_hour=2, max_unready_share=0.3)
 BLOCK = "cloud.google.com/gce-topology-block"
 SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 
 
 def node(labels: dict[str, str] | None = None, **changes: Any) -> NodeState:
-    state = NodeState(
-        TARGET.node,
-        labels={HOST_LABEL: TARGET.physical_host, POOL_LABEL: "a3-pool", **(labels or {})},
-        ready=False,
-        provider_id=f"gce://{TARGET.project}/{TARGET.zone}/{TARGET.instance}",
-        instance_id=TARGET.instance_id,
-    )
-    return replace(state, **changes)
+    return approved_node(TARGET, labels, **changes)
 
 
 def vm(**changes: Any) -> InstanceState:
-    return replace(
-        InstanceState(TARGET.instance, TARGET.instance_id, place=HostPlace(TARGET.physical_host)),
-        **changes,
-    )
+    return approved_vm(TARGET, **changes)
 
 
 def healthy(count: int = 4) -> list[NodeState]:
