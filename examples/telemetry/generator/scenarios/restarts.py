@@ -1,17 +1,5 @@
-#!/usr/bin/env python3
-"""Generate the JobSet restart-counting scenarios (issue 28): restarts the
-``kube_jobset_restarts`` gauge does not show.
-
-Deterministic like ``generate.py``, whose helpers it uses; writes, besides that script's
-files, ``jobsets.json`` (``kubectl get jobsets -A -o json``, snapshot at T+35m):
-
-- ``jobset-restartjob-gauge-flat``: a JobSet (v0.12, feature gate RestartJob) whose
-  failure policy restarts one Job (``RestartJob``): ``status.restarts`` and so the gauge
-  stay 0; the Events, ``jobRestarts`` and the pods' ``job-restart-attempt`` label count.
-- ``jobset-recreated-after-ttl``: a JobSet that reached ``maxRestarts``, was deleted by its
-  TTL and recreated under the same name (a new uid, the gauge back to 0).
-
-Usage: ``python examples/telemetry/generate_restarts.py``
+"""JobSet restart-counting scenarios (issue 28): restarts the ``kube_jobset_restarts`` gauge does
+not show, with ``jobsets.json``.
 """
 
 from __future__ import annotations
@@ -20,48 +8,47 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from generate import (
+from ..builders.cluster import (
     FIRST_MINUTE,
     GPU_TAINT,
     GPU_TOLERATION,
-    HERE,
-    K8S_ALPHABET,
     LAST_MINUTE,
     Context,
     JobSetSpec,
     Node,
     Pod,
-    Scenario,
-    add_memory,
-    add_reason,
-    audit_gc_delete,
-    audit_oom_patch,
-    dump,
     expect,
-    failed_status,
-    fmt_ts,
     gpu_capacity,
     gpu_labels,
-    jobset_event,
-    kernel_oom,
-    nccl_failure_lines,
-    rand_float,
-    rand_int,
-    rand_str,
-    rand_uuid,
-    since,
 )
+from ..builders.deterministic import K8S_ALPHABET, fmt_ts, rand_float, rand_int, rand_str, rand_uuid
+from ..builders.metrics import add_memory, add_reason, since
+from ..builders.pods import failed_status
+from ..builders.pytorch import nccl_failure_lines
+from ..builders.scenario import Scenario
+from ..builders.workload import audit_gc_delete, audit_oom_patch, jobset_event, kernel_oom
 
 #: kubernetes-sigs/jobset v0.12.0 pkg/constants/constants.go.
 JOB_RESTART_ATTEMPT = "jobset.sigs.k8s.io/job-restart-attempt"
+
+
 RESTART_JOB_REASON = "RestartJobFailurePolicyAction"
+
+
 RESTART_JOB_MESSAGE = "applying RestartJob failure policy action"
+
+
 RESTART_JOBSET_REASON = "RestartJobSetFailurePolicyAction"
+
+
 RESTART_JOBSET_MESSAGE = "applying RestartJobSet failure policy action"
+
+
 MAX_RESTARTS_REASON = "ReachedMaxRestarts"
+
+
 MAX_RESTARTS_MESSAGE = "jobset failed due to reaching max number of restarts"
 
 
@@ -87,7 +74,7 @@ class RestartsScenario(Scenario):
     def __init__(self, *args: Any, gauge: Callable[[int], int | None], jobset: dict[str, Any]):
         super().__init__(*args)
         self.gauge = gauge
-        self.jobset_object = jobset
+        self.documents["jobsets.json"] = [jobset]
 
     def metrics_text(self) -> str:
         text = super().metrics_text()
@@ -107,20 +94,6 @@ class RestartsScenario(Scenario):
                 line = f"kube_jobset_restarts{{{match['labels']}}} {value} {match['ts']}"
             out.append(line)
         return "\n".join(out) + "\n"
-
-    def write(self, root: Path) -> dict[str, int]:
-        sizes = super().write(root)
-        text = dump(
-            {
-                "apiVersion": "v1",
-                "items": [self.jobset_object],
-                "kind": "List",
-                "metadata": {"resourceVersion": ""},
-            }
-        )
-        (root / self.slug / "jobsets.json").write_text(text, encoding="utf-8")
-        sizes["jobsets.json"] = len(text.encode())
-        return sizes
 
 
 def make_pod(
@@ -517,18 +490,3 @@ def scenario_recreated_after_ttl() -> RestartsScenario:
 def sc_stub(ctx: Context) -> Scenario:
     """A bare scenario for building objects before the real one exists (same clock)."""
     return Scenario("stub", "", ctx, {})
-
-
-SCENARIOS = [scenario_restartjob_gauge_flat, scenario_recreated_after_ttl]
-
-
-def main() -> None:
-    for build in SCENARIOS:
-        sc = build()
-        sizes = sc.write(HERE)
-        total = sum(sizes.values())
-        print(f"{sc.slug:32s} {total / 1024:7.1f} KiB")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,65 +1,36 @@
-"""Write the Kubeflow Trainer v2 TrainJob scenario (stdlib only, deterministic).
-
-``python examples/telemetry/generate_trainjob.py`` writes ``trainjob-faulty-host/`` with the
-files of every scenario (built with :mod:`generate`'s model) plus ``jobs.json`` (``kubectl
-get tfjobs,pytorchjobs,trainjobs -A -o json``) and ``jobsets.json`` (``kubectl get jobsets
--A -o json``).
-
-The objects follow kubeflow/trainer v2.1.0 and sigs.k8s.io/jobset v0.10.1 (the version its
-go.mod pins):
-- the TrainJob (``pkg/apis/trainer/v1alpha1/trainjob_types.go``): ``spec.runtimeRef``
-  (``apiGroup``, ``kind``, ``name``), ``spec.trainer`` (``image``, ``numNodes``,
-  ``resourcesPerNode``), ``status.conditions`` (``metav1.Condition``) and
-  ``status.jobsStatus`` (``name``, ``ready``, ``succeeded``, ``failed``, ``active``,
-  ``suspended``);
-- its JobSet (``pkg/runtime/framework/plugins/jobset/jobset.go`` ``Build``): the TrainJob's
-  name and namespace, a controller ownerReference to it; the ``torch-distributed``
-  runtime's replicated job ``node`` with container ``node``
-  (``manifests/base/runtimes/torch_distributed.yaml``);
-- the failure (jobset ``pkg/controllers/failure_policy.go``): with
-  ``restartsCountTowardsMax >= maxRestarts`` the RestartJobSet action fails the JobSet,
-  reason ``ReachedMaxRestarts``, message ``jobset failed due to reaching max number of
-  restarts (first failed job: <job>)``, a Warning Event of the same reason; the finished
-  JobSet's active Jobs are deleted (``jobset_controller.go``); the trainer copies the
-  condition to the TrainJob as ``Failed`` (``jobset.go`` ``Status``).
-"""
+"""The Kubeflow Trainer v2 TrainJob scenario, with ``jobs.json`` and ``jobsets.json``."""
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
-from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from generate import (  # noqa: E402
-    GPU_TOLERATION,
-    HERE,
-    NS,
-    Context,
-    JobSetSpec,
-    Scenario,
-    a3_pool,
-    dump,
-    expect,
-    fmt_ts,
-    jobset_event,
-    rand_int,
-    rand_uuid,
-)
+from ..builders.cluster import GPU_TOLERATION, Context, JobSetSpec, expect
+from ..builders.deterministic import NS, fmt_ts, rand_int, rand_uuid
+from ..builders.gpu import a3_pool
+from ..builders.scenario import Scenario
+from ..builders.workload import jobset_event
 
 SLUG = "trainjob-faulty-host"
+
+
 FAULTY_HOST = "5d0e8c3b7a9f41e2b6c4d8a1f0e3b7c9"
+
+
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+
+
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+
+
 IMAGE = "us-central1-docker.pkg.dev/orbit-ml-prod/train/llama-ft:2026-11-10"
+
+
 #: The JobSet fails when its second failure finds the one allowed restart used.
 MAX_RESTARTS = 1
 
 
-def scenario() -> tuple[Scenario, dict[str, Any], dict[str, Any]]:
-    """The scenario and its jobs.json and jobsets.json documents."""
+def scenario_trainjob_faulty_host() -> Scenario:
+    """The scenario, with its jobs.json (the TrainJob) and jobsets.json (its JobSet)."""
     ctx = Context(
         project="orbit-ml-prod",
         location="us-central1",
@@ -282,23 +253,5 @@ def scenario() -> tuple[Scenario, dict[str, Any], dict[str, Any]]:
         },
     }
     assert ctx.at(failed_m, "x") > ctx.t_ns + 6 * 60 * NS
-    return sc, _list([trainjob]), _list([jobset])
-
-
-def _list(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
-
-
-def write(root: Path = HERE) -> dict[str, int]:
-    sc, jobs, jobsets = scenario()
-    sizes = sc.write(root)
-    for name, document in (("jobs.json", jobs), ("jobsets.json", jobsets)):
-        text = dump(document)
-        (root / sc.slug / name).write_text(text, encoding="utf-8")
-        sizes[name] = len(text.encode())
-    return sizes
-
-
-if __name__ == "__main__":
-    sizes = write()
-    print(f"{SLUG:24s} " + "  ".join(f"{k}={v // 1024}K" for k, v in sizes.items()))
+    sc.documents.update({"jobs.json": [trainjob], "jobsets.json": [jobset]})
+    return sc

@@ -1,0 +1,12 @@
+"""The offline telemetry generator: every scenario under examples/telemetry and the golden
+signal fixtures, built from one set of builders.
+
+Standard library only and fully deterministic: every "random" value (suffixes, ids,
+sub-second offsets, loss values) is derived from a SHA-256 of fixed keys, so running it twice
+writes byte-identical files.
+
+- ``builders/``: the shared builders (cluster model, log entries, Events, metrics series,
+  node and pod objects, training and accelerator log lines);
+- ``scenarios/``: one module per scenario family;
+- ``signals/``: the golden signal fixtures.
+"""

@@ -1,0 +1,201 @@
+"""GPU nodes and their faults: A3 pools and JobSets, NVIDIA Xid bursts, the driver's banner, a
+GPU fault episode. Every Xid line is a wording of the signature catalog; the comment beside
+it names its source.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .cluster import (
+    GPU_TAINT,
+    GPU_TOLERATION,
+    Context,
+    JobSetSpec,
+    Node,
+    Pod,
+    gpu_capacity,
+    gpu_labels,
+)
+from .deterministic import NS, rand_int, rand_uuid, syslog_stamp
+from .pytorch import cuda_error_lines, torchrun_failure, torchrun_stopped, worker_pids
+from .scenario import Scenario
+
+#: PCI bus of the eight H100s of an a3-highgpu-8g VM, as nvidia-smi lists them (0000:BB:00.0).
+A3_GPU_BUS = ("04", "05", "0a", "0b", "84", "85", "8a", "8b")
+
+
+#: The GPU driver of these nodes (GKE's default driver for 1.32; 535 prints pid= and name=).
+GPU_DRIVER = "535.183.01"
+
+
+def kernel_at(sc: Scenario, node: Node, at_ns: int, message: str) -> dict[str, Any]:
+    """A kernel line of the node journal at an exact time (``Scenario.kernel_line`` derives
+    its own time from the minute; a driver's burst needs its lines in order)."""
+    up = max(at_ns - node.boot_ns, NS)
+    body = f"kernel: [{up // NS:>5d}.{(up % NS) // 1000:06d}] {message}"
+    return sc.node_log(node, at_ns, f"{syslog_stamp(at_ns)} {node.name} {body}")
+
+
+def gpu_uuid(node: Node, gpu: int) -> str:
+    return "GPU-" + rand_uuid("gpu-uuid", node.name, gpu)
+
+
+def xid_burst(
+    sc: Scenario,
+    node: Node,
+    at_ns: int,
+    lines: list[tuple[int, str]],
+    *,
+    first_since_boot: bool,
+) -> int:
+    """Xid lines of one node starting at ``at_ns``: [(gpu, message after 'NVRM: ')].
+
+    Before a GPU's first Xid since the driver loaded, the driver names it once
+    (kernel_rc.c _krcLogUuidOnce): 'NVRM: GPU at PCI:...: GPU-<uuid>' and its board serial.
+    Returns the time of the last line.
+    """
+    at = at_ns
+    named: set[int] = set()
+    for gpu, message in lines:
+        bus = A3_GPU_BUS[gpu]
+        if first_since_boot and gpu not in named:
+            named.add(gpu)
+            # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+            kernel_at(sc, node, at, f"NVRM: GPU at PCI:0000:{bus}:00: {gpu_uuid(node, gpu)}")
+            at += rand_int(8_000, 40_000, "uuid-lag", node.name, gpu, at)
+            # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+            kernel_at(
+                sc,
+                node,
+                at,
+                "NVRM: GPU Board Serial Number: "
+                f"{rand_int(1_650_000_000_000, 1_659_999_999_999, 'serial', node.name, gpu)}",
+            )
+            at += rand_int(8_000, 40_000, "serial-lag", node.name, gpu, at)
+        kernel_at(sc, node, at, f"NVRM: Xid (PCI:0000:{bus}:00): {message}")
+        at += rand_int(20_000, 900_000, "xid-lag", node.name, gpu, at)
+    return at
+
+
+def driver_loaded(sc: Scenario, node: Node) -> None:
+    """The driver's banner when the node boots again (after an outage)."""
+    at = node.boot_ns + rand_int(14 * NS, 19 * NS, "nvload", node.name, node.boot_ns)
+    # nvidia.toml quiet (source: https://github.com/akash-network/support/issues/244)
+    kernel_at(
+        sc,
+        node,
+        at,
+        f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {GPU_DRIVER}  Sun May 12 19:39:15 UTC "
+        "2024",
+    )
+
+
+def a3_pool(
+    sc: Scenario,
+    count: int,
+    *,
+    pool: str = "a3-pool",
+    suffixes: list[str] | None = None,
+    host_ids: dict[int, str] | None = None,
+) -> list[Node]:
+    """A3 High nodes on a reserved block (gce-topology-* labels), 8 x H100 80GB each."""
+    return sc.add_pool(
+        pool,
+        "a3-highgpu-8g",
+        count,
+        suffixes=suffixes,
+        hosts=True,
+        host_ids=host_ids,
+        labels=gpu_labels("nvidia-h100-80gb"),
+        capacity=gpu_capacity(208, 1919216020),
+        taints=GPU_TAINT,
+    )
+
+
+def a3_jobset(ctx: Context, image: str, container: str = "pytorch") -> JobSetSpec:
+    return JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container=container,
+        image=image,
+        resources={"cpu": "200", "memory": "1700Gi", "nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+        tolerations=GPU_TOLERATION,
+    )
+
+
+def gpu_host_outage(sc: Scenario, node: Node, m0: float, unknown: int = 3) -> None:
+    """The node stops posting status after its GPU fault (Ready Unknown, then False, then
+    True again), with the node controller's NodeNotReady and the driver loading on boot."""
+    down = math.ceil(m0 + 0.1)
+    sc.outage(node, down, unknown, 1)
+    sc.event_node(node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady")
+    driver_loaded(sc, node)
+
+
+def outage_back(m0: float, unknown: int = 3) -> int:
+    """The first Ready minute after ``gpu_host_outage(…, m0, unknown)``."""
+    return math.ceil(m0 + 0.1) + unknown + 1
+
+
+def gpu_fault_episode(
+    sc: Scenario,
+    pod: Pod,
+    m0: float,
+    gpu: int,
+    xids: list[str],
+    *,
+    error: str | None,
+    exitcode: int,
+    outage: bool,
+    banner: bool = True,
+) -> None:
+    """One GPU of ``pod``'s node faults at T+m0: the driver's Xid lines, the rank on that
+    GPU dies (its CUDA error, or an abort), torchrun reports it; the node may go NotReady."""
+    ctx = sc.ctx
+    node = pod.node
+    assert node is not None
+    second = ctx.t_ns + math.floor(m0 * 60) * NS
+    start_at = second + rand_int(100_000_000, 600_000_000, "xid-at", node.name, m0)
+    xid_burst(sc, node, start_at, [(gpu, x) for x in xids], first_since_boot=True)
+    agent, pids = worker_pids(pod)
+    rank = 8 * (pod.j * pod.spec.parallelism + pod.p) + gpu
+    t = start_at + rand_int(300_000_000, 900_000_000, "app-sees", node.name, m0)
+    if error is not None:
+        last = cuda_error_lines(sc, pod, t, rank, error)
+    else:
+        # pytorch.toml pytorch.fatal_python_error (source: python/cpython v3.11.7
+        # Modules/faulthandler.c)
+        sc.container_log(pod, m0, "Fatal Python error: Aborted", stderr=True, at_ns=t)
+        last = t
+    torchrun_failure(
+        sc,
+        pod,
+        last,
+        agent_pid=agent,
+        local_rank=gpu,
+        pid=pids[gpu],
+        exitcode=exitcode,
+        others=[p for i, p in enumerate(pids) if i != gpu],
+    )
+    if outage:
+        sc.outage(node, math.ceil(m0 + 0.1), 3, 1)
+        sc.event_node(
+            node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
+        )
+        if banner:
+            driver_loaded(sc, node)
+
+
+def stop_others(sc: Scenario, spec: JobSetSpec, attempt: int, failed: int, m: float) -> None:
+    """The JobSet restart deletes the attempt's other pods: their torchrun shuts down."""
+    for g in range(spec.size):
+        if g == failed:
+            continue
+        pod = sc.pod(spec, attempt, g)
+        agent, pids = worker_pids(pod)
+        torchrun_stopped(sc, pod, m, agent, pids[0])

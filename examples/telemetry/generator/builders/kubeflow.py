@@ -1,0 +1,213 @@
+"""Kubeflow training-operator jobs: their pods by incarnation, the operator's Events and its
+restart counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .cluster import FIRST_MINUTE, LAST_MINUTE, AnyPod, Context, KfPod, KubeflowSpec, Node
+from .deterministic import rand_hex, rand_int, rand_uuid
+from .entries import k8s_event_payload
+
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
+
+class KubeflowJobs:
+    """The TFJob/PyTorchJob half of a scenario."""
+
+    ctx: Context
+    pods: list[AnyPod]
+    operator_restarts: dict[tuple[str, str], tuple[int | None, list[int]]]
+
+    def kubeflow_uid(self, spec: KubeflowSpec, namespace: str) -> str:
+        return rand_uuid(spec.api_kind, self.ctx.cluster, namespace, spec.name)
+
+    def operator_counter(
+        self, namespace: str, framework: str, initial: int | None, steps: list[int]
+    ) -> None:
+        """``training_operator_jobs_restarted_total{job_namespace, framework}``: one +1 step
+        per <Kind>Restarting event; ``initial`` None = the series appears at its first step."""
+        self.operator_restarts[(namespace, framework)] = (initial, sorted(steps))
+
+    def kf_pods(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        incarnation: int,
+        start_m: int,
+        end_m: int | None,
+        placement: dict[tuple[str, int], Node],
+        *,
+        only: Iterable[tuple[str, int]] | None = None,
+        failed_at: dict[tuple[str, int], int] | None = None,
+        created_m: float | None = None,
+        run_delay: int = 1,
+    ) -> list[KfPod]:
+        """Pod objects of the job's replicas (all, or ``only`` those re-created), existing
+        from ``start_m`` to ``end_m``; ``failed_at[(type, index)]`` = minute it turns Failed."""
+        wanted = set(only) if only is not None else None
+        out: list[KfPod] = []
+        for rtype, count in spec.replicas.items():
+            for index in range(count):
+                if wanted is not None and (rtype, index) not in wanted:
+                    continue
+                name = spec.pod_name(rtype, index)
+                phases = [(start_m, "Pending"), (start_m + run_delay, "Running")]
+                if failed_at and (rtype, index) in failed_at:
+                    phases.append((failed_at[(rtype, index)], "Failed"))
+                made = created_m if created_m is not None else start_m - 0.9
+                pod = KfPod(
+                    spec=spec,
+                    namespace=namespace,
+                    rtype=rtype,
+                    index=index,
+                    incarnation=incarnation,
+                    node=placement[(rtype, index)],
+                    start_m=start_m,
+                    created_ns=self.ctx.at(made, "created", namespace, name, incarnation),
+                    phases=phases,
+                    end_m=end_m,
+                    ip=f"10.{rand_int(64, 120, 'pods', self.ctx.cluster)}."
+                    f"{rand_int(2, 250, 'pip', name, incarnation)}."
+                    f"{rand_int(2, 250, 'pip2', name, incarnation)}",
+                )
+                out.append(pod)
+                self.pods.append(pod)
+                if FIRST_MINUTE <= start_m <= LAST_MINUTE and pod.node is not None:
+                    self.event_pod(
+                        pod,
+                        made + 0.05 + 0.01 * len(out),
+                        "Scheduled",
+                        f"Successfully assigned {namespace}/{name} to {pod.node.name}",
+                        component="default-scheduler",
+                    )
+        return out
+
+    def kf_pod(self, spec: KubeflowSpec, rtype: str, index: int, incarnation: int) -> KfPod:
+        for pod in self.pods:
+            if (
+                isinstance(pod, KfPod)
+                and pod.spec is spec
+                and (pod.rtype, pod.index, pod.incarnation) == (rtype, index, incarnation)
+            ):
+                return pod
+        raise KeyError((spec.name, rtype, index, incarnation))
+
+    def event_job(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        etype: str = "Normal",
+    ) -> dict[str, Any]:
+        """An Event the training operator records on the job object (``k8s_cluster``)."""
+        ctx = self.ctx
+        at = ctx.at(m, "ev", namespace, spec.name, reason, message)
+        payload = k8s_event_payload(
+            involved={
+                "apiVersion": "kubeflow.org/v1",
+                "kind": spec.api_kind,
+                "name": spec.name,
+                "namespace": namespace,
+                "uid": self.kubeflow_uid(spec, namespace),
+                "resourceVersion": str(rand_int(10**7, 10**8, "jrv", spec.name, at)),
+            },
+            reason=reason,
+            message=message,
+            component=spec.operator,
+            etype=etype,
+            first_ns=at,
+            last_ns=at,
+            count=1,
+            namespace=namespace,
+        )
+        payload["metadata"]["name"] = (
+            f"{spec.name}.{rand_hex(16, 'event', spec.name, reason, message, at)}"
+        )
+        resource = {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "project_id": ctx.project,
+        }
+        return self.event(
+            "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
+        )
+
+    def kf_restart(self, failed: list[KfPod], m: float, exit_code: int) -> None:
+        """What the operator records when it restarts failed replicas at T+m (restartPolicy
+        ExitCode, retryable exit code): ExitedWithCode, the pod deleted, one
+        <Kind>Restarting Warning per failed replica type, the pod created again."""
+        spec, namespace = failed[0].spec, failed[0].namespace
+        for i, pod in enumerate(failed):
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.72 + 0.002 * i,
+                "ExitedWithCode",
+                f"Pod: {namespace}.{pod.name} exited with code {exit_code}",
+            )
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.7 + 0.002 * i,
+                "SuccessfulDeletePod",
+                f"Deleted pod: {pod.name}",
+            )
+        types = [r for r in spec.replicas if any(p.rtype == r for p in failed)]
+        for k, rtype in enumerate(types):
+            number = sum(1 for p in failed if p.rtype == rtype)
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.66 + 0.004 * k,
+                f"{spec.api_kind}Restarting",
+                f"{spec.api_kind} {namespace}/{spec.name} is restarting because {number} "
+                f"{rtype} replica(s) failed.",
+                etype="Warning",
+            )
+        for i, pod in enumerate(failed):
+            self.event_job(
+                spec,
+                namespace,
+                m - 0.6 + 0.002 * i,
+                "SuccessfulCreatePod",
+                f"Created pod: {pod.name}",
+            )
+
+
+def kf_attempts(
+    sc: Scenario,
+    spec: KubeflowSpec,
+    namespace: str,
+    placement: dict[tuple[str, int], Node],
+    starts: list[int],
+    failed_at: Callable[[int, int], int],
+    exit_code: int,
+) -> None:
+    """One incarnation of a Kubeflow job's pods per attempt, ``starts`` apart; every one
+    but the last fails (at ``failed_at(attempt, its end)``) and the operator restarts it
+    with ``exit_code``."""
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {key: failed_at(k, end) for key in placement} if end is not None else None
+        sc.kf_pods(
+            spec,
+            namespace,
+            k,
+            start,
+            end,
+            placement,
+            failed_at=failed,
+            created_m=start - 0.58 if k else None,
+        )
+        if end is not None:
+            ours = [
+                p for p in sc.pods if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
+            ]
+            sc.kf_restart(ours, end, exit_code)

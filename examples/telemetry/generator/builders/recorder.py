@@ -1,0 +1,271 @@
+"""What a scenario logs: container lines, the node journal, kubelet records, Kubernetes Events,
+audit entries and node-pool notices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cluster import AnyPod, Context, Node
+from .deterministic import NS, glog_prefix, rand_hex, rand_int, rand_uuid, syslog_stamp
+from .entries import (
+    EVENTS_LOG,
+    INTERRUPTION_LOG,
+    audit_entry,
+    k8s_event_payload,
+    make_entry,
+    pod_log_labels,
+)
+
+
+class Recorder:
+    """The log-writing half of a scenario: every method adds LogEntry objects."""
+
+    ctx: Context
+    entries: list[dict[str, Any]]
+
+    def jobset_uid(self, name: str) -> str:
+        return rand_uuid("jobset", self.ctx.cluster, name)
+
+    def add(self, entry: dict[str, Any]) -> dict[str, Any]:
+        self.entries.append(entry)
+        return entry
+
+    def container_log(
+        self,
+        pod: AnyPod,
+        m: float,
+        text: str,
+        *,
+        stderr: bool = False,
+        key: object = "",
+        at_ns: int | None = None,
+    ) -> dict[str, Any]:
+        """A container line; ``at_ns`` pins the entry timestamp (else derived from ``m``)."""
+        ctx = self.ctx
+        return self.add(
+            make_entry(
+                ctx.project,
+                log_id="stderr" if stderr else "stdout",
+                resource_type="k8s_container",
+                resource_labels={
+                    "cluster_name": ctx.cluster,
+                    "container_name": pod.spec.container,
+                    "location": ctx.location,
+                    "namespace_name": pod.namespace,
+                    "pod_name": pod.name,
+                    "project_id": ctx.project,
+                },
+                at_ns=at_ns if at_ns is not None else ctx.at(m, pod.name, key, text[:40]),
+                severity="ERROR" if stderr else "INFO",
+                text=text,
+                labels=pod_log_labels(pod, self.jobset_uid(pod.spec.name)),
+            )
+        )
+
+    def node_resource(self, node: Node) -> dict[str, str]:
+        ctx = self.ctx
+        return {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "node_name": node.name,
+            "project_id": ctx.project,
+        }
+
+    def node_log(
+        self,
+        node: Node,
+        at_ns: int,
+        text: str,
+        *,
+        log_id: str = "node-journal",
+        severity: str = "ERROR",
+    ) -> dict[str, Any]:
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id=log_id,
+                resource_type="k8s_node",
+                resource_labels=self.node_resource(node),
+                at_ns=at_ns,
+                severity=severity,
+                text=text,
+                labels={"compute.googleapis.com/resource_name": node.name},
+            )
+        )
+
+    def kernel_line(
+        self, node: Node, m: float, message: str, key: object = "", ident: str = "kernel"
+    ) -> dict[str, Any]:
+        at = self.ctx.at(m, node.name, "kernel", key)
+        if ident == "kernel":
+            up = max(at - node.boot_ns, NS)
+            body = f"kernel: [{up // NS:>5d}.{(up % NS) // 1000:06d}] {message}"
+        else:
+            body = f"{ident}: {message}"
+        return self.node_log(node, at, f"{syslog_stamp(at)} {node.name} {body}")
+
+    def kubelet_journal(self, node: Node, m: float, message: str, where: str) -> dict[str, Any]:
+        """A kubelet journald record the way GKE ships it (jsonPayload, MESSAGE field)."""
+        at = self.ctx.at(m, node.name, "kubelet", message[:30])
+        pid = rand_int(1800, 3900, "kubelet-pid", node.name)
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id="kubelet",
+                resource_type="k8s_node",
+                resource_labels=self.node_resource(node),
+                at_ns=at,
+                severity="INFO",
+                json_payload={
+                    "MESSAGE": f"{glog_prefix('I', at, pid, where)} {message}",
+                    "PRIORITY": "6",
+                    "SYSLOG_FACILITY": "3",
+                    "SYSLOG_IDENTIFIER": "kubelet",
+                    "_BOOT_ID": rand_hex(32, "boot", node.name, node.boot_ns),
+                    "_CMDLINE": "/home/kubernetes/bin/kubelet --v=2 --cloud-provider=external",
+                    "_COMM": "kubelet",
+                    "_EXE": "/home/kubernetes/bin/kubelet",
+                    "_HOSTNAME": node.name,
+                    "_MACHINE_ID": rand_hex(32, "machine", node.name),
+                    "_PID": str(pid),
+                    "_SYSTEMD_UNIT": "kubelet.service",
+                    "_TRANSPORT": "stdout",
+                    "_UID": "0",
+                },
+                labels={"compute.googleapis.com/resource_name": node.name},
+            )
+        )
+
+    def event(
+        self,
+        resource_type: str,
+        resource_labels: dict[str, str],
+        m: float,
+        payload: dict[str, Any],
+        severity: str,
+    ) -> dict[str, Any]:
+        return self.add(
+            make_entry(
+                self.ctx.project,
+                log_id=EVENTS_LOG,
+                resource_type=resource_type,
+                resource_labels=resource_labels,
+                at_ns=self.ctx.at(m, "event", payload["metadata"]["name"], payload["count"]),
+                severity=severity,
+                json_payload=payload,
+            )
+        )
+
+    def event_node(
+        self,
+        node: Node,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        component: str = "node-controller",
+        etype: str = "Normal",
+    ) -> dict[str, Any]:
+        at = self.ctx.at(m, "ev", node.name, reason)
+        payload = k8s_event_payload(
+            involved={
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": node.name,
+                "uid": rand_uuid("node", node.name),
+            },
+            reason=reason,
+            message=message,
+            component=component,
+            etype=etype,
+            first_ns=at,
+            last_ns=at,
+            count=1,
+            host=node.name if component == "kubelet" else None,
+        )
+        return self.event(
+            "k8s_node",
+            self.node_resource(node),
+            m,
+            payload,
+            "WARNING" if etype == "Warning" else "INFO",
+        )
+
+    def event_pod(
+        self,
+        pod: AnyPod,
+        m: float,
+        reason: str,
+        message: str,
+        *,
+        component: str,
+        etype: str = "Normal",
+        count: int = 1,
+        first_m: float | None = None,
+    ) -> dict[str, Any]:
+        ctx = self.ctx
+        at = ctx.at(m, "ev", pod.name, reason, count)
+        first = ctx.at(first_m, "ev", pod.name, reason, 1) if first_m is not None else at
+        payload = k8s_event_payload(
+            involved={
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.uid,
+                "resourceVersion": str(rand_int(10**7, 10**8, "prv", pod.name)),
+            },
+            reason=reason,
+            message=message,
+            component=component,
+            etype=etype,
+            first_ns=first,
+            last_ns=at,
+            count=count,
+            host=pod.node.name if component == "kubelet" and pod.node else None,
+            namespace=pod.namespace,
+        )
+        payload["metadata"]["name"] = f"{pod.name}.{rand_hex(16, 'event', pod.name, reason, first)}"
+        res = {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "namespace_name": pod.namespace,
+            "pod_name": pod.name,
+            "project_id": ctx.project,
+        }
+        return self.event("k8s_pod", res, m, payload, "WARNING" if etype == "Warning" else "INFO")
+
+    def audit(self, node: Node, m: float, method: str) -> dict[str, Any]:
+        at = self.ctx.at(m, "audit", node.name, method)
+        return self.add(
+            audit_entry(self.ctx.project, node.zone, node.name, node.instance_id, method, at)
+        )
+
+    def pool_log(self, node: Node, m: float, text: str, severity: str = "INFO") -> dict[str, Any]:
+        ctx = self.ctx
+        return self.add(
+            make_entry(
+                ctx.project,
+                log_id=INTERRUPTION_LOG,
+                resource_type="gke_nodepool",
+                resource_labels={
+                    "cluster_name": ctx.cluster,
+                    "location": ctx.location,
+                    "node_pool_name": node.pool,
+                    "project_id": ctx.project,
+                },
+                at_ns=ctx.at(m, "pool", node.name, text[:20]),
+                severity=severity,
+                text=text,
+            )
+        )
+
+    def termination_log(self, node: Node, m: float, reason: str = "Host Error") -> dict[str, Any]:
+        return self.node_log(
+            node,
+            self.ctx.at(m, "termination", node.name),
+            f"TerminationEvent: Node '{node.name}' was terminated due to: {reason}",
+            log_id=INTERRUPTION_LOG,
+            severity="ERROR",
+        )

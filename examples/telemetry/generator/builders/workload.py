@@ -1,0 +1,415 @@
+"""What Kubernetes records when it stops a workload's pod: OOM kills, priority preemption,
+node-pressure eviction, image pulls, and the JobSet controller's Events.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .cluster import GKE_VERSION, LAST_MINUTE, AnyPod, JobSetSpec, Node, PlainPod, Pod
+from .deterministic import fmt_ts, rand_hex, rand_int
+from .entries import AUDIT_ACTIVITY_LOG, k8s_event_payload, make_entry
+from .metrics import add_reason, container_of, memory_limit
+from .pods import pod_item, terminated_status
+from .scenario import Scenario
+
+KUBELET_AGENT = f"kubelet/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea"
+
+
+GC_PRINCIPAL = "system:serviceaccount:kube-system:generic-garbage-collector"
+
+
+def pod_event_ex(
+    sc: Scenario,
+    pod: AnyPod,
+    m: float,
+    reason: str,
+    message: str,
+    *,
+    component: str,
+    etype: str = "Normal",
+    related: dict[str, Any] | None = None,
+    action: str | None = None,
+    annotations: dict[str, str] | None = None,
+    count: int = 1,
+    first_m: float | None = None,
+) -> dict[str, Any]:
+    """A Pod Event with the fields of the events.k8s.io API where its recorder sets them:
+    the scheduler's ``related`` preemptor and ``action``, the kubelet's annotations."""
+    entry = sc.event_pod(
+        pod, m, reason, message, component=component, etype=etype, count=count, first_m=first_m
+    )
+    payload = entry["jsonPayload"]
+    if related is not None:
+        # The scheduler records through events.k8s.io/v1: eventTime, no first/last time.
+        payload["related"] = related
+        payload["action"] = action
+        payload["eventTime"] = payload["lastTimestamp"].replace("Z", ".000000Z")
+        payload["firstTimestamp"] = None
+        payload["lastTimestamp"] = None
+        payload["reportingComponent"] = component
+        payload["reportingInstance"] = f"{component}-gke-{sc.ctx.cluster[:20]}"
+        payload["source"] = {}
+    if annotations:
+        payload["metadata"]["annotations"] = dict(annotations)
+    return entry
+
+
+def pod_ref(pod: AnyPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "resourceVersion": str(rand_int(10**7, 10**8, "ref", pod.uid)),
+        "uid": pod.uid,
+    }
+
+
+def plain_ref(pod: PlainPod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "resourceVersion": str(rand_int(10**7, 10**8, "ref", pod.uid)),
+        "uid": pod.uid,
+    }
+
+
+def jobset_event(
+    sc: Scenario, spec: JobSetSpec, m: float, reason: str, message: str, etype: str = "Warning"
+) -> dict[str, Any]:
+    """An Event the JobSet controller records on the JobSet (``Restarting``...)."""
+    ctx = sc.ctx
+    at = ctx.at(m, "jsev", spec.name, reason, message)
+    payload = k8s_event_payload(
+        involved={
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": spec.name,
+            "namespace": ctx.namespace,
+            "resourceVersion": str(rand_int(10**7, 10**8, "jsrv", spec.name, at)),
+            "uid": sc.jobset_uid(spec.name),
+        },
+        reason=reason,
+        message=message,
+        component="jobset",
+        etype=etype,
+        first_ns=at,
+        last_ns=at,
+        count=1,
+        namespace=ctx.namespace,
+    )
+    resource = {"cluster_name": ctx.cluster, "location": ctx.location, "project_id": ctx.project}
+    return sc.event(
+        "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
+    )
+
+
+def kernel_oom(
+    sc: Scenario, pod: AnyPod, m: float, *, qos: str = "burstable", task: str = "python3"
+) -> list[dict[str, Any]]:
+    """What the kernel logs when a container's memory cgroup hits its limit: the
+    ``oom-kill:`` line names the pod's cgroup (hence its uid)."""
+    node = pod.node
+    assert node is not None
+    limit_kb = memory_limit(pod) // 1024
+    cid = rand_hex(64, "cid", pod.uid, m)
+    pid = rand_int(2000, 60000, "oompid", pod.uid, m)
+    qos_path = "" if qos == "guaranteed" else f"/{qos}"
+    memcg = f"/kubepods{qos_path}/pod{pod.uid}/{cid}"
+    anon = limit_kb - rand_int(4000, 90000, "anon", pod.uid, m)
+    lines = [
+        f"{task} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=-997",
+        f"memory: usage {limit_kb}kB, limit {limit_kb}kB, failcnt {rand_int(20, 4000, 'fc', m)}",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),"
+        f"cpuset={cid},mems_allowed=0-1,oom_memcg={memcg},task_memcg={memcg},"
+        f"task={task},pid={pid},uid=0",
+        f"Memory cgroup out of memory: Killed process {pid} ({task}) "
+        f"total-vm:{anon + rand_int(10**6, 4 * 10**6, 'vm', m)}kB, anon-rss:{anon}kB, "
+        f"file-rss:{rand_int(20000, 90000, 'frss', m)}kB, shmem-rss:0kB, UID:0 "
+        f"pgtables:{rand_int(90000, 300000, 'pgt', m)}kB oom_score_adj:-997",
+    ]
+    out = [
+        sc.kernel_line(node, m + 0.0002 * i, line, key=("oom", pod.uid, i))
+        for i, line in enumerate(lines)
+    ]
+    # node-problem-detector's kernel monitor turns the kill into a Node Event.
+    entry = sc.event_node(node, m + 0.02, "OOMKilling", lines[-1], etype="Warning")
+    entry["jsonPayload"]["source"] = {"component": "kernel-monitor", "host": node.name}
+    entry["jsonPayload"]["reportingComponent"] = "kernel-monitor"
+    entry["jsonPayload"]["reportingInstance"] = node.name
+    return [*out, entry]
+
+
+def audit_entry_k8s(
+    sc: Scenario,
+    m: float,
+    *,
+    method: str,
+    resource: str,
+    principal: str,
+    agent: str,
+    caller_ip: str,
+    request: dict[str, Any] | None = None,
+    response: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Kubernetes audit entry as GKE writes it to the Admin Activity log."""
+    ctx = sc.ctx
+    proto: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+        "authenticationInfo": {"principalEmail": principal},
+        "authorizationInfo": [{"granted": True, "permission": method, "resource": resource}],
+        "methodName": method,
+        "requestMetadata": {"callerIp": caller_ip, "callerSuppliedUserAgent": agent},
+        "resourceName": resource,
+        "serviceName": "k8s.io",
+        "status": {"code": 0},
+    }
+    if request is not None:
+        proto["request"] = request
+    if response is not None:
+        proto["response"] = response
+    return sc.add(
+        make_entry(
+            ctx.project,
+            log_id=AUDIT_ACTIVITY_LOG,
+            resource_type="k8s_cluster",
+            resource_labels={
+                "cluster_name": ctx.cluster,
+                "location": ctx.location,
+                "project_id": ctx.project,
+            },
+            at_ns=ctx.at(m, "audit-k8s", method, resource),
+            severity="NOTICE",
+            proto_payload=proto,
+            labels={"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
+            digits=6,
+        )
+    )
+
+
+def audit_oom_patch(sc: Scenario, pod: AnyPod, m: float, started_m: float) -> dict[str, Any]:
+    """The kubelet's status patch that reports the container ``OOMKilled``."""
+    node = pod.node
+    assert node is not None
+    status = terminated_status(sc, pod, m - 0.01, reason="OOMKilled", code=137, started_m=started_m)
+    return audit_entry_k8s(
+        sc,
+        m,
+        method="io.k8s.core.v1.pods.status.patch",
+        resource=f"core/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+        principal=f"system:node:{node.name}",
+        agent=KUBELET_AGENT,
+        caller_ip=node.ip,
+        request={
+            "@type": "k8s.io/Patch",
+            "metadata": {"uid": pod.uid},
+            "status": {
+                "$setElementOrder/conditions": [
+                    {"type": t}
+                    for t in (
+                        "PodReadyToStartContainers",
+                        "Initialized",
+                        "Ready",
+                        "ContainersReady",
+                        "PodScheduled",
+                    )
+                ],
+                "containerStatuses": [status],
+                "phase": "Failed",
+            },
+        },
+    )
+
+
+def audit_gc_delete(sc: Scenario, pod: Pod, m: float, status: dict[str, Any]) -> dict[str, Any]:
+    """The garbage collector deleting a pod of a restarted JobSet; the response is the pod,
+    with its labels and its last status."""
+    item = pod_item(sc, pod)
+    item["status"] = status
+    item["metadata"]["deletionTimestamp"] = fmt_ts(sc.ctx.at(m, "del", pod.uid), 0)
+    item["metadata"]["deletionGracePeriodSeconds"] = 0
+    return audit_entry_k8s(
+        sc,
+        m,
+        method="io.k8s.core.v1.pods.delete",
+        resource=f"core/v1/namespaces/{pod.namespace}/pods/{pod.name}",
+        principal=GC_PRINCIPAL,
+        agent=f"kube-controller-manager/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea/"
+        "system:serviceaccount:kube-system:generic-garbage-collector",
+        caller_ip="::1",
+        request={
+            "@type": "core.k8s.io/v1.DeleteOptions",
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": pod.uid},
+            "propagationPolicy": "Background",
+        },
+        response={"@type": "core.k8s.io/v1.Pod", **item},
+    )
+
+
+def preempted(sc: Scenario, victim: AnyPod, m: float, preemptor: PlainPod) -> dict[str, Any]:
+    """The scheduler preempts ``victim`` for ``preemptor`` (Event, DisruptionTarget)."""
+    node = victim.node
+    assert node is not None
+    entry = pod_event_ex(
+        sc,
+        victim,
+        m,
+        "Preempted",
+        f"Preempted by pod {preemptor.uid} on node {node.name}",
+        component="default-scheduler",
+        related=plain_ref(preemptor),
+        action="Preempting",
+    )
+    pod_event_ex(
+        sc,
+        victim,
+        m + 0.01,
+        "Killing",
+        f"Stopping container {container_of(victim)}",
+        component="kubelet",
+    )
+    return entry
+
+
+def evicted(
+    sc: Scenario, pod: AnyPod, m: float, resource: str, using_ki: int, request: str, available: str
+) -> dict[str, Any]:
+    """The kubelet's eviction manager evicts ``pod`` from its node, low on ``resource``."""
+    threshold = "100Mi" if resource == "memory" else "10Gi"
+    container = container_of(pod)
+    entry = pod_event_ex(
+        sc,
+        pod,
+        m,
+        "Evicted",
+        f"The node was low on resource: {resource}. Threshold quantity: {threshold}, "
+        f"available: {available}. Container {container} was using {using_ki}Ki, request is "
+        f"{request}, has larger consumption of {resource}. ",
+        component="kubelet",
+        etype="Warning",
+        annotations={
+            "offending_containers": container,
+            "offending_containers_usage": f"{using_ki}Ki",
+            "starved_resource": resource,
+        },
+    )
+    pod_event_ex(
+        sc, pod, m + 0.01, "Killing", f"Stopping container {container}", component="kubelet"
+    )
+    return entry
+
+
+def node_pressure_events(sc: Scenario, node: Node, m: float, condition: str, until: float) -> None:
+    """The kubelet's own Events while ``node`` is under pressure, and its condition."""
+    resource, bad, good = {
+        "MemoryPressure": ("memory", "NodeHasInsufficientMemory", "NodeHasSufficientMemory"),
+        "DiskPressure": ("ephemeral-storage", "NodeHasDiskPressure", "NodeHasNoDiskPressure"),
+    }[condition]
+    sc.event_node(node, m, bad, f"Node {node.name} status is now: {bad}", component="kubelet")
+    sc.event_node(
+        node,
+        m + 0.05,
+        "EvictionThresholdMet",
+        f"Attempting to reclaim {resource}",
+        component="kubelet",
+        etype="Warning",
+    )
+    sc.event_node(node, until, good, f"Node {node.name} status is now: {good}", component="kubelet")
+    minutes = sc.node_pressure.setdefault(node.name, {})
+    for minute in range(math.ceil(m), math.ceil(until)):
+        minutes[minute] = condition
+
+
+def image_pull_events(
+    sc: Scenario, pod: AnyPod, m: float, until: float, image: str, error: str
+) -> None:
+    """The kubelet's pull attempts of ``image`` for ``pod`` from T+m: each fails with
+    ``error``, then backs off (10s, 20s, 40s ... 5m, as the kubelet does)."""
+    backoff = [0.0, 0.2, 0.55, 1.25, 2.6, 5.3]
+    while m + backoff[-1] < until:
+        backoff.append(backoff[-1] + 5.1)
+    for count, delay in enumerate(backoff, start=1):
+        at = m + delay
+        if at >= until or at > LAST_MINUTE:
+            break
+        pod_event_ex(
+            sc,
+            pod,
+            at,
+            "Pulling",
+            f'Pulling image "{image}"',
+            component="kubelet",
+            count=count,
+            first_m=m,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.02,
+            "Failed",
+            f'Failed to pull image "{image}": {error}',
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.02,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.021,
+            "Failed",
+            "Error: ErrImagePull",
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.021,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.05,
+            "BackOff",
+            f'Back-off pulling image "{image}"',
+            component="kubelet",
+            count=count,
+            first_m=m + 0.05,
+        )
+        pod_event_ex(
+            sc,
+            pod,
+            at + 0.051,
+            "Failed",
+            "Error: ImagePullBackOff",
+            component="kubelet",
+            etype="Warning",
+            count=count,
+            first_m=m + 0.051,
+        )
+
+
+def image_waiting_series(sc: Scenario, pod: AnyPod, m: float, until: float) -> None:
+    first, last = math.ceil(m), math.ceil(until)
+    pulling = lambda x: x == first  # noqa: E731
+    backing = lambda x: first < x < last  # noqa: E731
+    add_reason(
+        sc,
+        "kube_pod_container_status_waiting_reason",
+        pod,
+        "ErrImagePull",
+        pulling,
+        container=container_of(pod),
+    )
+    add_reason(
+        sc,
+        "kube_pod_container_status_waiting_reason",
+        pod,
+        "ImagePullBackOff",
+        backing,
+        container=container_of(pod),
+    )

@@ -1,0 +1,349 @@
+"""JobSet scenarios whose nodes stay healthy: missing capacity, an NCCL application hang, no
+restart loop at all, and a loop nothing explains.
+"""
+
+from __future__ import annotations
+
+from ..builders.cluster import (
+    GPU_TAINT,
+    GPU_TOLERATION,
+    LAST_MINUTE,
+    TPU_TAINT,
+    TPU_TOLERATION,
+    Context,
+    JobSetSpec,
+    expect,
+    gpu_capacity,
+    gpu_labels,
+    tpu_capacity,
+    tpu_labels,
+)
+from ..builders.deterministic import NS, py_stamp, rand_int
+from ..builders.pytorch import nccl_failure_lines
+from ..builders.scenario import Scenario
+
+
+def scenario_capacity() -> Scenario:
+    ctx = Context(
+        project="acme-ml-platform",
+        location="us-east5",
+        zone="us-east5-b",
+        cluster="tpu-v6e-cluster",
+        namespace="default",
+        workload="maxtext-v6e-pretrain",
+        issue_time="2026-02-14T11:20:00Z",
+    )
+    sc = Scenario(
+        "capacity",
+        "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
+        "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
+        "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
+        "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
+        "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
+        "constant AutoUpgrade series).",
+        ctx,
+        expect("capacity", "add_capacity"),
+    )
+    tpu = sc.add_pool(
+        "v6e-pool",
+        "ct6e-standard-4t",
+        4,
+        hosts=True,
+        labels=tpu_labels("tpu-v6e-slice", "4x4"),
+        capacity=tpu_capacity(180, 739695076),
+        taints=TPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="maxtext",
+        image="us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10",
+        resources={"google.com/tpu": "4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+            "cloud.google.com/gke-tpu-topology": "4x4",
+        },
+        tolerations=TPU_TOLERATION,
+    )
+    other = JobSetSpec(
+        name="priority-eval",
+        rjob="eval",
+        replicas=1,
+        parallelism=4,
+        container="eval",
+        image="us-docker.pkg.dev/acme-ml-platform/eval/harness:3.2.1",
+        resources={"google.com/tpu": "4"},
+        node_selector=dict(spec.node_selector),
+        tolerations=TPU_TOLERATION,
+        priority_class="high-priority-eval",
+    )
+    r0, r1 = -41, -27
+    sc.add_jobset(spec, 9, [r0, r1])
+    sc.add_jobset(other, 0, [])
+    msg = (
+        "0/4 nodes are available: 4 Insufficient google.com/tpu. preemption: 0/4 nodes "
+        "are available: 4 No preemption victims found for incoming pod."
+    )
+    sc.attempt(spec, 9, -700, r0, tpu, failed_at={3: r0 - 1})
+    sc.attempt(spec, 10, r0, r1, tpu, failed_at={2: r1 - 1})
+    pending = sc.attempt(
+        spec,
+        11,
+        r1,
+        None,
+        tpu,
+        running_from={g: None for g in range(4)},
+        unsched={g: (r1, LAST_MINUTE + 1) for g in range(4)},
+        sched_message=msg,
+    )
+    evals = sc.attempt(
+        other,
+        0,
+        -28,
+        None,
+        tpu,
+        running_from={g: -26 for g in range(4)},
+        unsched={g: (-28, -27) for g in range(4)},
+        sched_message=msg,
+    )
+    for g, pod in enumerate(evals):
+        sc.event_pod(
+            pod,
+            -27.8 + 0.01 * g,
+            "FailedScheduling",
+            msg,
+            component="default-scheduler",
+            etype="Warning",
+        )
+        sc.event_pod(
+            pod,
+            -26.6 + 0.01 * g,
+            "Scheduled",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {tpu[g].name}",
+            component="default-scheduler",
+        )
+    for g, pod in enumerate(pending):
+        first = r1 + 0.08 + 0.01 * g
+        times = [first, first + 1.0, first + 3.1, first + 8.2, first + 18.4, first + 38.6]
+        for count, m in enumerate(times, start=1):
+            if m > LAST_MINUTE:
+                break
+            sc.event_pod(
+                pod,
+                m,
+                "FailedScheduling",
+                msg,
+                component="default-scheduler",
+                etype="Warning",
+                count=count,
+                first_m=first,
+            )
+    sc.training_noise(spec, "maxtext")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_nccl_hang() -> Scenario:
+    ctx = Context(
+        project="neox-research-7781",
+        location="us-central1-a",
+        zone="us-central1-a",
+        cluster="a100-cluster",
+        namespace="llm",
+        workload="gpt-neox-pretrain",
+        issue_time="2026-01-27T16:48:00Z",
+    )
+    sc = Scenario(
+        "nccl-application-hang",
+        "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
+        "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
+        "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
+        "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
+        "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
+        "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
+        "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
+        "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
+        ctx,
+        expect("application", "inspect_application"),
+    )
+    nodes = sc.add_pool(
+        "a100-pool",
+        "a2-ultragpu-8g",
+        4,
+        labels=gpu_labels("nvidia-a100-80gb"),
+        capacity=gpu_capacity(96, 1391821596),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="pytorch",
+        image="us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124",
+        resources={"nvidia.com/gpu": "8"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"},
+        tolerations=GPU_TOLERATION,
+        coordinator_label=True,
+    )
+    restarts = [-39, -19, 1, 21]  # -39 is before the window
+    sc.add_jobset(spec, 1, restarts)
+    starts = [-300, *restarts]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else None
+        failed = {g: end - 1 for g in range(4)} if end is not None else None
+        sc.attempt(spec, 1 + k, start, end, nodes, failed_at=failed)
+    sc.training_noise(spec, "megatron", every=3, quiet=[(r - 12, r) for r in restarts])
+    for k, r in enumerate(restarts):
+        fail_m = r - 1.6
+        pod = sc.coordinator_at(spec, fail_m)
+        assert pod is not None
+        seq = 48000 + 213 * k
+        for at, text in nccl_failure_lines(ctx, pod, fail_m, seq):
+            sc.container_log(pod, fail_m, text, stderr=True, at_ns=at)
+        worker = next(p for p in sc.pods if p.attempt == pod.attempt and p.p == 2)
+        tw = ctx.at(fail_m - 0.05, "wk", worker.name)
+        rank = 16
+        for offset, text in (
+            (
+                0,
+                f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
+                "send, connection reset by peer",
+            ),
+            (
+                4,
+                f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
+                f"allreduce/{seq} timeout after 600 seconds",
+            ),
+            (
+                9,
+                f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
+                f"[ERROR] Child process {rand_int(2000, 9000, 'cp', worker.name)} died with "
+                "exit code 1",
+            ),
+        ):
+            at = tw + offset * NS + rand_int(400_000, 3_000_000, "lag", tw, offset)
+            sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_no_restarts() -> Scenario:
+    ctx = Context(
+        project="acme-ml-platform",
+        location="us-central2-b",
+        zone="us-central2-b",
+        cluster="tpu-v4-research",
+        namespace="team-nlp",
+        workload="t5-xxl-pretrain",
+        issue_time="2026-07-03T09:00:00Z",
+    )
+    sc = Scenario(
+        "no-restarts",
+        "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
+        "4 from T-62m on (the last restart happened before the window) and flat through the "
+        "window, so there is no restart loop. Another JobSet in the same namespace "
+        "(data-prep-sharder) does restart inside the window and must be ignored.",
+        ctx,
+        expect("no_restart_loop", "none", loop=False),
+    )
+    tpu = sc.add_pool(
+        "v4-pool",
+        "ct4p-hightpu-4t",
+        4,
+        labels=tpu_labels("tpu-v4-podslice", "2x2x4"),
+        capacity=tpu_capacity(240, 421573588),
+        taints=TPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="slice",
+        replicas=1,
+        parallelism=4,
+        container="t5x",
+        image="us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3",
+        resources={"google.com/tpu": "4"},
+        node_selector={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x2x4",
+        },
+        tolerations=TPU_TOLERATION,
+    )
+    sc.add_jobset(spec, 3, [-62])
+    sc.restarts["data-prep-sharder"] = (0, [-12, 9])
+    sc.attempt(spec, 3, -800, -62, tpu, failed_at={1: -63})
+    sc.attempt(spec, 4, -62, None, tpu)
+    sc.interruption_constant("v4-pool", "MaintenanceEvent", "AutoUpgrade", 1)
+    sc.training_noise(spec, "jax")
+    sc.kubelet_noise()
+    return sc
+
+
+def scenario_unknown() -> Scenario:
+    ctx = Context(
+        project="orbital-ml-dev",
+        location="asia-southeast1",
+        zone="asia-southeast1-b",
+        cluster="l4-dev-cluster",
+        namespace="default",
+        workload="whisper-large-ft",
+        issue_time="2026-09-15T23:55:00Z",
+    )
+    sc = Scenario(
+        "unknown",
+        "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
+        "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
+        "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
+        "The data crosses midnight UTC.",
+        ctx,
+        expect("unknown", "inspect_application"),
+    )
+    nodes = sc.add_pool(
+        "l4-pool",
+        "g2-standard-48",
+        4,
+        labels=gpu_labels("nvidia-l4", 4),
+        capacity=gpu_capacity(48, 197972452, 4),
+        taints=GPU_TAINT,
+    )
+    spec = JobSetSpec(
+        name=ctx.workload,
+        rjob="workers",
+        replicas=1,
+        parallelism=4,
+        container="trainer",
+        image="asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1",
+        resources={"nvidia.com/gpu": "4"},
+        node_selector={"cloud.google.com/gke-accelerator": "nvidia-l4"},
+        tolerations=GPU_TOLERATION,
+    )
+    r1, r2 = -14, 12
+    sc.add_jobset(spec, 0, [r1, r2])
+    sc.attempt(spec, 0, -200, r1, nodes, failed_at={3: r1 - 1})
+    sc.attempt(spec, 1, r1, r2, nodes, failed_at={0: r2 - 1})
+    sc.attempt(spec, 2, r2, None, nodes)
+    sc.training_noise(spec, "hf", every=3)
+    for k, r in enumerate((r1, r2)):
+        pod = next(p for p in sc.pods if p.attempt == k and p.p == (3 if k == 0 else 0))
+        sc.container_log(
+            pod,
+            r - 1.4,
+            "UserWarning: torch.utils.checkpoint: the use_reentrant parameter "
+            "should be passed explicitly.",
+            stderr=True,
+            key="warn",
+        )
+        sc.container_log(
+            pod,
+            r - 1.2,
+            "audio shard gs://orbital-ml-dev-asr/shards/train-00417.tar: 3 "
+            "samples skipped (empty transcript)",
+            key="skip",
+        )
+        sc.event_pod(
+            pod, r - 0.6, "Killing", f"Stopping container {spec.container}", component="kubelet"
+        )
+    sc.kubelet_noise(every=13)
+    return sc
