@@ -1,11 +1,11 @@
-"""The cluster model: nodes, JobSet and Kubeflow job specs, their pods, the scenario's context,
-and the GPU/TPU node and pod templates.
-"""
+"""The cluster model: nodes, JobSet and Kubeflow job specs, their pods by minute, and the
+scenario's context (its clock)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -66,13 +66,19 @@ class JobSetSpec:
         return f"{self.name}-{self.rjob}-{j}"
 
 
+@dataclass(kw_only=True)
 class PodPhases:
-    """Phase and schedulability of one pod object by minute (JobSet and Kubeflow pods)."""
+    """One pod object by minute: where it runs, when it exists, its phases and the minutes it
+    is unschedulable (JobSet and Kubeflow pods)."""
 
+    node: Node | None
     start_m: int
-    end_m: int | None
+    created_ns: int
     phases: list[tuple[int, str]]
-    unsched: list[tuple[int, int]]
+    end_m: int | None = None
+    unsched: list[tuple[int, int]] = field(default_factory=list)
+    sched_message: str | None = None
+    ip: str = ""
 
     def phase_at(self, m: int) -> str | None:
         if m < self.start_m or (self.end_m is not None and m >= self.end_m):
@@ -87,22 +93,16 @@ class PodPhases:
         return any(a <= m < b for a, b in self.unsched)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Pod(PodPhases):
+    """One pod of a JobSet attempt: Job ``j``, completion index ``p``."""
+
     spec: JobSetSpec
     namespace: str
     j: int
     p: int
     attempt: int
     name: str
-    node: Node | None
-    start_m: int
-    created_ns: int
-    phases: list[tuple[int, str]]
-    end_m: int | None = None
-    unsched: list[tuple[int, int]] = field(default_factory=list)
-    sched_message: str | None = None
-    ip: str = ""
 
     @property
     def coordinator(self) -> bool:
@@ -192,7 +192,7 @@ class KubeflowSpec:
         return f"{self.name}-{rtype.lower()}-{index}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class KfPod(PodPhases):
     """One pod object of a Kubeflow replica. With restartPolicy ExitCode the operator
     deletes a failed pod and creates it again under the same name (a new ``incarnation``,
@@ -203,14 +203,6 @@ class KfPod(PodPhases):
     rtype: str
     index: int
     incarnation: int
-    node: Node | None
-    start_m: int
-    created_ns: int
-    phases: list[tuple[int, str]]
-    end_m: int | None = None
-    unsched: list[tuple[int, int]] = field(default_factory=list)
-    sched_message: str | None = None
-    ip: str = ""
 
     @property
     def name(self) -> str:
@@ -282,53 +274,28 @@ class Context:
     def sample_s(self, m: int) -> int:
         return self.t_ns // NS + m * 60
 
-
-TPU_TOLERATION = [{"effect": "NoSchedule", "key": "google.com/tpu", "operator": "Exists"}]
-
-
-GPU_TOLERATION = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]
-
-
-TPU_TAINT = [{"effect": "NoSchedule", "key": "google.com/tpu", "value": "present"}]
+    def pod_ip(self, *key: object) -> str:
+        """A pod IP of this cluster's pod range, derived from ``key``."""
+        return (
+            f"10.{rand_int(64, 120, 'pods', self.cluster)}."
+            f"{rand_int(2, 250, 'pip', *key)}.{rand_int(2, 250, 'pip2', *key)}"
+        )
 
 
-GPU_TAINT = [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
+def lifecycle(start: int, running: int | None, failed: int | None) -> list[tuple[int, str]]:
+    """A pod's phases: Pending from ``start``, then Running and Failed where given."""
+    phases = [(start, "Pending")]
+    if running is not None:
+        phases.append((running, "Running"))
+    if failed is not None:
+        phases.append((failed, "Failed"))
+    return phases
 
 
-def tpu_labels(accel: str, topology: str) -> dict[str, str]:
-    return {
-        "cloud.google.com/gke-tpu-accelerator": accel,
-        "cloud.google.com/gke-tpu-topology": topology,
-        "cloud.google.com/gke-accelerator-count": "4",
-    }
-
-
-def gpu_labels(accel: str, count: int = 8) -> dict[str, str]:
-    return {
-        "cloud.google.com/gke-accelerator": accel,
-        "cloud.google.com/gke-accelerator-count": str(count),
-        "cloud.google.com/gke-gpu": "true",
-        "cloud.google.com/gke-gpu-driver-version": "latest",
-    }
-
-
-def tpu_capacity(cpu: int, mem_ki: int) -> dict[str, str]:
-    return {"cpu": str(cpu), "memory": f"{mem_ki}Ki", "google.com/tpu": "4"}
-
-
-def gpu_capacity(cpu: int, mem_ki: int, gpus: int = 8) -> dict[str, str]:
-    return {"cpu": str(cpu), "memory": f"{mem_ki}Ki", "nvidia.com/gpu": str(gpus)}
-
-
-def expect(
-    root: str, path: str, suspects: list[dict[str, Any]] | None = None, loop: bool = True
-) -> dict[str, Any]:
-    return {
-        "restart_loop": loop,
-        "root_cause": root,
-        "remediation_path": path,
-        "suspect_hosts": suspects or [],
-    }
+def spans(starts: list[int]) -> Iterator[tuple[int, int, int | None]]:
+    """(k, start, end) of each attempt: one ends where the next starts, the last runs on."""
+    for k, start in enumerate(starts):
+        yield k, start, starts[k + 1] if k + 1 < len(starts) else None
 
 
 def kube_list(items: list[dict[str, Any]]) -> dict[str, Any]:

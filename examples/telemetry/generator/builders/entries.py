@@ -88,11 +88,13 @@ def k8s_event_payload(
     component: str,
     etype: str,
     first_ns: int,
-    last_ns: int,
-    count: int,
+    last_ns: int | None = None,
+    count: int = 1,
     host: str | None = None,
     namespace: str = "default",
 ) -> dict[str, Any]:
+    """A v1 Event (``last_ns`` defaults to ``first_ns``: an Event seen once)."""
+    last_ns = first_ns if last_ns is None else last_ns
     name = f"{involved['name']}.{rand_hex(16, 'event', involved['name'], reason, first_ns)}"
     source: dict[str, str] = {"component": component}
     if host:

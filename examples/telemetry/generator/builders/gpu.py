@@ -8,19 +8,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .cluster import (
-    GPU_TAINT,
-    GPU_TOLERATION,
-    Context,
-    JobSetSpec,
-    Node,
-    Pod,
-    gpu_capacity,
-    gpu_labels,
-)
+from .cluster import Context, JobSetSpec, Node, Pod
 from .deterministic import NS, rand_int, rand_uuid, syslog_stamp
 from .pytorch import cuda_error_lines, torchrun_failure, torchrun_stopped, worker_pids
 from .scenario import Scenario
+from .templates import gpu_jobset
 
 #: PCI bus of the eight H100s of an a3-highgpu-8g VM, as nvidia-smi lists them (0000:BB:00.0).
 A3_GPU_BUS = ("04", "05", "0a", "0b", "84", "85", "8a", "8b")
@@ -93,48 +85,28 @@ def driver_loaded(sc: Scenario, node: Node) -> None:
 
 
 def a3_pool(
-    sc: Scenario,
-    count: int,
-    *,
-    pool: str = "a3-pool",
-    suffixes: list[str] | None = None,
-    host_ids: dict[int, str] | None = None,
+    sc: Scenario, count: int, pool: str = "a3-pool", *, hosts: bool = True, **kwargs: Any
 ) -> list[Node]:
-    """A3 High nodes on a reserved block (gce-topology-* labels), 8 x H100 80GB each."""
-    return sc.add_pool(
-        pool,
-        "a3-highgpu-8g",
-        count,
-        suffixes=suffixes,
-        hosts=True,
-        host_ids=host_ids,
-        labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
-    )
+    """A3 High nodes, 8 x H100 80GB each, on a reserved block (gce-topology-* labels) unless
+    ``hosts`` is False."""
+    h100 = ("nvidia-h100-80gb", 208, 1919216020)
+    return sc.gpu_pool(pool, "a3-highgpu-8g", count, *h100, hosts=hosts, **kwargs)
 
 
-def a3_jobset(ctx: Context, image: str, container: str = "pytorch") -> JobSetSpec:
-    return JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container=container,
-        image=image,
-        resources={"cpu": "200", "memory": "1700Gi", "nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-        tolerations=GPU_TOLERATION,
-    )
+def a3_jobset(ctx: Context, image: str, container: str = "pytorch", **kwargs: Any) -> JobSetSpec:
+    """The workload's JobSet of 4 A3 High pods, all of a node each."""
+    h100 = "nvidia-h100-80gb"
+    return gpu_jobset(ctx.workload, container, image, h100, cpu="200", memory="1700Gi", **kwargs)
 
 
-def gpu_host_outage(sc: Scenario, node: Node, m0: float, unknown: int = 3) -> None:
+def gpu_host_outage(
+    sc: Scenario, node: Node, m0: float, unknown: int = 3, *, banner: bool = True
+) -> None:
     """The node stops posting status after its GPU fault (Ready Unknown, then False, then
     True again), with the node controller's NodeNotReady and the driver loading on boot."""
-    down = math.ceil(m0 + 0.1)
-    sc.outage(node, down, unknown, 1)
-    sc.event_node(node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady")
-    driver_loaded(sc, node)
+    sc.outage(node, math.ceil(m0 + 0.1), unknown, 1, noticed=m0 + 0.62)
+    if banner:
+        driver_loaded(sc, node)
 
 
 def outage_back(m0: float, unknown: int = 3) -> int:
@@ -183,12 +155,7 @@ def gpu_fault_episode(
         others=[p for i, p in enumerate(pids) if i != gpu],
     )
     if outage:
-        sc.outage(node, math.ceil(m0 + 0.1), 3, 1)
-        sc.event_node(
-            node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
-        )
-        if banner:
-            driver_loaded(sc, node)
+        gpu_host_outage(sc, node, m0, banner=banner)
 
 
 def stop_others(sc: Scenario, spec: JobSetSpec, attempt: int, failed: int, m: float) -> None:

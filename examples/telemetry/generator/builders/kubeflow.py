@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from .cluster import FIRST_MINUTE, LAST_MINUTE, AnyPod, Context, KfPod, KubeflowSpec, Node
 from .deterministic import rand_hex, rand_int, rand_uuid
-from .entries import k8s_event_payload
 
 if TYPE_CHECKING:
     from .scenario import Scenario
@@ -109,34 +108,17 @@ class KubeflowJobs:
         """An Event the training operator records on the job object (``k8s_cluster``)."""
         ctx = self.ctx
         at = ctx.at(m, "ev", namespace, spec.name, reason, message)
-        payload = k8s_event_payload(
-            involved={
-                "apiVersion": "kubeflow.org/v1",
-                "kind": spec.api_kind,
-                "name": spec.name,
-                "namespace": namespace,
-                "uid": self.kubeflow_uid(spec, namespace),
-                "resourceVersion": str(rand_int(10**7, 10**8, "jrv", spec.name, at)),
-            },
-            reason=reason,
-            message=message,
-            component=spec.operator,
-            etype=etype,
-            first_ns=at,
-            last_ns=at,
-            count=1,
-            namespace=namespace,
-        )
-        payload["metadata"]["name"] = (
-            f"{spec.name}.{rand_hex(16, 'event', spec.name, reason, message, at)}"
-        )
-        resource = {
-            "cluster_name": ctx.cluster,
-            "location": ctx.location,
-            "project_id": ctx.project,
+        involved = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": spec.api_kind,
+            "name": spec.name,
+            "namespace": namespace,
+            "uid": self.kubeflow_uid(spec, namespace),
+            "resourceVersion": str(rand_int(10**7, 10**8, "jrv", spec.name, at)),
         }
-        return self.event(
-            "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
+        name = f"{spec.name}.{rand_hex(16, 'event', spec.name, reason, message, at)}"
+        return self.object_event(
+            m, at, involved, reason, message, component=spec.operator, etype=etype, name=name
         )
 
     def kf_restart(self, failed: list[KfPod], m: float, exit_code: int) -> None:

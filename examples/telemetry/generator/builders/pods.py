@@ -8,9 +8,10 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .cluster import GPU_TOLERATION, LAST_MINUTE, AnyPod, KfPod, Node, PlainPod, Pod, kube_list
+from .cluster import LAST_MINUTE, AnyPod, KfPod, Node, PlainPod, Pod, kube_list
 from .deterministic import fmt_ts, rand_hex, rand_int, rand_uuid
 from .metrics import container_of, metric_family
+from .templates import GPU_TOLERATION
 
 if TYPE_CHECKING:
     from .scenario import Scenario

@@ -48,14 +48,11 @@ class Recorder:
                 ctx.project,
                 log_id="stderr" if stderr else "stdout",
                 resource_type="k8s_container",
-                resource_labels={
-                    "cluster_name": ctx.cluster,
-                    "container_name": pod.spec.container,
-                    "location": ctx.location,
-                    "namespace_name": pod.namespace,
-                    "pod_name": pod.name,
-                    "project_id": ctx.project,
-                },
+                resource_labels=self.resource(
+                    container_name=pod.spec.container,
+                    namespace_name=pod.namespace,
+                    pod_name=pod.name,
+                ),
                 at_ns=at_ns if at_ns is not None else ctx.at(m, pod.name, key, text[:40]),
                 severity="ERROR" if stderr else "INFO",
                 text=text,
@@ -63,14 +60,18 @@ class Recorder:
             )
         )
 
-    def node_resource(self, node: Node) -> dict[str, str]:
+    def resource(self, **labels: str) -> dict[str, str]:
+        """The resource labels of an entry of this cluster (``k8s_cluster``'s: no more)."""
         ctx = self.ctx
         return {
             "cluster_name": ctx.cluster,
             "location": ctx.location,
-            "node_name": node.name,
             "project_id": ctx.project,
+            **labels,
         }
+
+    def node_resource(self, node: Node) -> dict[str, str]:
+        return self.resource(node_name=node.name)
 
     def node_log(
         self,
@@ -143,8 +144,8 @@ class Recorder:
         resource_labels: dict[str, str],
         m: float,
         payload: dict[str, Any],
-        severity: str,
     ) -> dict[str, Any]:
+        """An Event's entry: a Warning is logged as WARNING, a Normal one as INFO."""
         return self.add(
             make_entry(
                 self.ctx.project,
@@ -152,7 +153,7 @@ class Recorder:
                 resource_type=resource_type,
                 resource_labels=resource_labels,
                 at_ns=self.ctx.at(m, "event", payload["metadata"]["name"], payload["count"]),
-                severity=severity,
+                severity="WARNING" if payload["type"] == "Warning" else "INFO",
                 json_payload=payload,
             )
         )
@@ -180,17 +181,16 @@ class Recorder:
             component=component,
             etype=etype,
             first_ns=at,
-            last_ns=at,
-            count=1,
             host=node.name if component == "kubelet" else None,
         )
-        return self.event(
-            "k8s_node",
-            self.node_resource(node),
-            m,
-            payload,
-            "WARNING" if etype == "Warning" else "INFO",
-        )
+        return self.event("k8s_node", self.node_resource(node), m, payload)
+
+    def node_status(
+        self, node: Node, m: float, status: str, *, component: str = "node-controller"
+    ) -> dict[str, Any]:
+        """The Event of a node's new status (NodeNotReady, NodeReady, NodeHas...)."""
+        message = f"Node {node.name} status is now: {status}"
+        return self.event_node(node, m, status, message, component=component)
 
     def event_pod(
         self,
@@ -226,15 +226,60 @@ class Recorder:
             host=pod.node.name if component == "kubelet" and pod.node else None,
             namespace=pod.namespace,
         )
-        payload["metadata"]["name"] = f"{pod.name}.{rand_hex(16, 'event', pod.name, reason, first)}"
-        res = {
-            "cluster_name": ctx.cluster,
-            "location": ctx.location,
-            "namespace_name": pod.namespace,
-            "pod_name": pod.name,
-            "project_id": ctx.project,
-        }
-        return self.event("k8s_pod", res, m, payload, "WARNING" if etype == "Warning" else "INFO")
+        res = self.resource(namespace_name=pod.namespace, pod_name=pod.name)
+        return self.event("k8s_pod", res, m, payload)
+
+    def scheduled(self, pod: AnyPod, m: float) -> dict[str, Any]:
+        """The scheduler's Scheduled Event: ``pod`` bound to its node."""
+        node = pod.node.name if pod.node else ""
+        message = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        return self.event_pod(pod, m, "Scheduled", message, component="default-scheduler")
+
+    def failed_scheduling(
+        self, pod: AnyPod, m: float, message: str, *, count: int = 1, first_m: float | None = None
+    ) -> dict[str, Any]:
+        """The scheduler's FailedScheduling Warning (the ``count``-th since ``first_m``)."""
+        return self.event_pod(
+            pod,
+            m,
+            "FailedScheduling",
+            message,
+            component="default-scheduler",
+            etype="Warning",
+            count=count,
+            first_m=first_m,
+        )
+
+    def cluster_event(self, m: float, payload: dict[str, Any]) -> dict[str, Any]:
+        """An Event on a cluster-level object (a JobSet, a Kubeflow job)."""
+        return self.event("k8s_cluster", self.resource(), m, payload)
+
+    def object_event(
+        self,
+        m: float,
+        at: int,
+        involved: dict[str, Any],
+        reason: str,
+        message: str,
+        *,
+        component: str,
+        etype: str,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """A controller's Event on ``involved`` (seen once, at ``at``), under its own ``name``
+        where the controller's recorder names it so."""
+        payload = k8s_event_payload(
+            involved=involved,
+            reason=reason,
+            message=message,
+            component=component,
+            etype=etype,
+            first_ns=at,
+            namespace=involved["namespace"],
+        )
+        if name is not None:
+            payload["metadata"]["name"] = name
+        return self.cluster_event(m, payload)
 
     def audit(self, node: Node, m: float, method: str) -> dict[str, Any]:
         at = self.ctx.at(m, "audit", node.name, method)
@@ -249,12 +294,7 @@ class Recorder:
                 ctx.project,
                 log_id=INTERRUPTION_LOG,
                 resource_type="gke_nodepool",
-                resource_labels={
-                    "cluster_name": ctx.cluster,
-                    "location": ctx.location,
-                    "node_pool_name": node.pool,
-                    "project_id": ctx.project,
-                },
+                resource_labels=self.resource(node_pool_name=node.pool),
                 at_ns=ctx.at(m, "pool", node.name, text[:20]),
                 severity=severity,
                 text=text,

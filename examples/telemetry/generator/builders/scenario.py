@@ -19,6 +19,8 @@ from .cluster import (
     Node,
     Pod,
     kube_list,
+    lifecycle,
+    spans,
 )
 from .deterministic import K8S_ALPHABET, LOWER_ALNUM, NS, rand_hex, rand_int, rand_str
 from .kubeflow import KubeflowJobs
@@ -27,6 +29,7 @@ from .nodes import nodes_json
 from .noise import TrainingNoise
 from .pods import pods_json
 from .recorder import Recorder
+from .templates import GPU_TAINT, TPU_TAINT, gpu_capacity, gpu_labels, tpu_capacity, tpu_labels
 
 
 class Scenario(KubeflowJobs, TrainingNoise, Recorder):
@@ -115,8 +118,54 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
             out.append(node)
         return out
 
-    def outage(self, node: Node, start_m: int, unknown: int, false: int = 1) -> None:
-        """Ready=Unknown for ``unknown`` samples from ``start_m``, then False for ``false``."""
+    def gpu_pool(
+        self,
+        pool: str,
+        machine: str,
+        count: int,
+        accel: str,
+        cpu: int,
+        mem_ki: int,
+        gpus: int = 8,
+        *,
+        labels: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> list[Node]:
+        """GPU nodes: ``gpus`` x ``accel`` each, tainted for GPU pods only."""
+        return self.add_pool(
+            pool,
+            machine,
+            count,
+            labels={**gpu_labels(accel, gpus), **(labels or {})},
+            capacity=gpu_capacity(cpu, mem_ki, gpus),
+            taints=GPU_TAINT,
+            **kwargs,
+        )
+
+    def tpu_pool(
+        self,
+        pool: str,
+        machine: str,
+        count: int,
+        accel: str,
+        topology: str,
+        cpu: int,
+        mem_ki: int,
+        **kwargs: Any,
+    ) -> list[Node]:
+        """TPU hosts of a ``topology`` slice, 4 chips each, tainted for TPU pods only."""
+        labels = tpu_labels(accel, topology)
+        capacity = tpu_capacity(cpu, mem_ki)
+        return self.add_pool(
+            pool, machine, count, labels=labels, capacity=capacity, taints=TPU_TAINT, **kwargs
+        )
+
+    def outage(
+        self, node: Node, start_m: int, unknown: int, false: int = 1, *, noticed: float
+    ) -> None:
+        """Ready=Unknown for ``unknown`` samples from ``start_m``, then False for ``false``; the
+        node controller's NodeNotReady at T+noticed, the kubelet's NodeReady on recovery."""
+        self.node_status(node, noticed, "NodeNotReady")
         for m in range(start_m, start_m + unknown):
             node.not_ready[m] = "Unknown"
         for m in range(start_m + unknown, start_m + unknown + false):
@@ -124,13 +173,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         recovered = start_m + unknown + false
         node.boot_ns = self.ctx.at(recovered - 1.6, "boot", node.name)
         node.ready_since_ns = self.ctx.at(recovered - 0.4, "ready", node.name)
-        self.event_node(
-            node,
-            recovered - 0.35,
-            "NodeReady",
-            f"Node {node.name} status is now: NodeReady",
-            component="kubelet",
-        )
+        self.node_status(node, recovered - 0.35, "NodeReady", component="kubelet")
 
     def add_jobset(
         self, spec: JobSetSpec, restarts_before: int, restart_minutes: list[int]
@@ -166,11 +209,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
                     f"{rand_str(K8S_ALPHABET, 5, self.ctx.cluster, spec.name, attempt, j, p)}"
                 )
                 run = (running_from or {}).get(g, start_m + run_delay)
-                phases = [(start_m, "Pending")]
-                if run is not None:
-                    phases.append((run, "Running"))
-                if failed_at and g in failed_at:
-                    phases.append((failed_at[g], "Failed"))
+                phases = lifecycle(start_m, run, (failed_at or {}).get(g))
                 pod = Pod(
                     spec=spec,
                     namespace=namespace or self.ctx.namespace,
@@ -185,8 +224,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
                     created_ns=self.ctx.at(start_m - 0.9, "created", name),
                     phases=phases,
                     end_m=end_m,
-                    ip=f"10.{rand_int(64, 120, 'pods', self.ctx.cluster)}."
-                    f"{rand_int(2, 250, 'pip', name)}.{rand_int(2, 250, 'pip2', name)}",
+                    ip=self.ctx.pod_ip(name),
                 )
                 if unsched and g in unsched:
                     pod.unsched.append(unsched[g])
@@ -199,14 +237,30 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
                     and run is not None
                     and not (unsched and g in unsched)
                 ):
-                    self.event_pod(
-                        pod,
-                        start_m - 0.85 + 0.01 * g,
-                        "Scheduled",
-                        f"Successfully assigned {pod.namespace}/{pod.name} to {pod.node.name}",
-                        component="default-scheduler",
-                    )
+                    self.scheduled(pod, start_m - 0.85 + 0.01 * g)
         return pods
+
+    def attempts(
+        self,
+        spec: JobSetSpec,
+        first: int,
+        starts: list[int],
+        placement: list[Node],
+        failed_at: Callable[[int, int], dict[int, int]],
+    ) -> list[list[Pod]]:
+        """One attempt (numbered from ``first``) per start; every one but the last fails, its
+        pods at ``failed_at(k, end)`` (pod index -> minute)."""
+        return [
+            self.attempt(
+                spec,
+                first + k,
+                start,
+                end,
+                placement,
+                failed_at=failed_at(k, end) if end is not None else None,
+            )
+            for k, start, end in spans(starts)
+        ]
 
     def coordinator_at(self, spec: JobSetSpec, m: float) -> Pod | None:
         for pod in self.pods:
@@ -250,10 +304,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         self.audit(node, m0 - 0.05, "compute.instances.hostError")
         self.termination_log(node, m0 + 0.08)
         down = math.ceil(m0 + 0.1)
-        self.outage(node, down, unknown, false)
-        self.event_node(
-            node, m0 + 0.62, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
-        )
+        self.outage(node, down, unknown, false, noticed=m0 + 0.62)
         if auto_restart:
             self.audit(node, m0 + 1.3, "compute.instances.automaticRestart")
         self.interruption(node.pool, "TerminationEvent", "HostError", down)
@@ -266,10 +317,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
             f"PreemptionEvent: Node '{node.name}' in node pool '{node.pool}' was preempted.",
         )
         down = math.ceil(m0 + 0.1)
-        self.outage(node, down, 3, 1)
-        self.event_node(
-            node, m0 + 0.7, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
-        )
+        self.outage(node, down, 3, 1, noticed=m0 + 0.7)
         self.interruption(node.pool, "PreemptionEvent", reason, down)
 
     def maintenance(self, node: Node, m0: float) -> None:
@@ -281,10 +329,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         )
         self.audit(node, m0 + 0.1, "compute.instances.terminateOnHostMaintenance")
         down = math.ceil(m0 + 0.2)
-        self.outage(node, down, 4, 1)
-        self.event_node(
-            node, m0 + 0.75, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady"
-        )
+        self.outage(node, down, 4, 1, noticed=m0 + 0.75)
         self.interruption(node.pool, "MaintenanceEvent", "HW/SW Maintenance", down)
 
     def metrics_text(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .cluster import GKE_VERSION, LAST_MINUTE, AnyPod, JobSetSpec, Node, PlainPod, Pod
 from .deterministic import fmt_ts, rand_hex, rand_int
-from .entries import AUDIT_ACTIVITY_LOG, k8s_event_payload, make_entry
+from .entries import AUDIT_ACTIVITY_LOG, make_entry
 from .metrics import add_reason, container_of, memory_limit
 from .pods import pod_item, terminated_status
 from .scenario import Scenario
@@ -84,28 +84,20 @@ def jobset_event(
     """An Event the JobSet controller records on the JobSet (``Restarting``...)."""
     ctx = sc.ctx
     at = ctx.at(m, "jsev", spec.name, reason, message)
-    payload = k8s_event_payload(
-        involved={
-            "apiVersion": "jobset.x-k8s.io/v1alpha2",
-            "kind": "JobSet",
-            "name": spec.name,
-            "namespace": ctx.namespace,
-            "resourceVersion": str(rand_int(10**7, 10**8, "jsrv", spec.name, at)),
-            "uid": sc.jobset_uid(spec.name),
-        },
-        reason=reason,
-        message=message,
-        component="jobset",
-        etype=etype,
-        first_ns=at,
-        last_ns=at,
-        count=1,
-        namespace=ctx.namespace,
-    )
-    resource = {"cluster_name": ctx.cluster, "location": ctx.location, "project_id": ctx.project}
-    return sc.event(
-        "k8s_cluster", resource, m, payload, "WARNING" if etype == "Warning" else "INFO"
-    )
+    involved = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "name": spec.name,
+        "namespace": ctx.namespace,
+        "resourceVersion": str(rand_int(10**7, 10**8, "jsrv", spec.name, at)),
+        "uid": sc.jobset_uid(spec.name),
+    }
+    return sc.object_event(m, at, involved, reason, message, component="jobset", etype=etype)
+
+
+def jobset_restarting(sc: Scenario, spec: JobSetSpec, restart_m: float, attempt: int) -> None:
+    """The JobSet controller's Restarting Warning just before the restart at T+restart_m."""
+    jobset_event(sc, spec, restart_m - 0.55, "Restarting", f"restarting jobset, attempt {attempt}")
 
 
 def kernel_oom(

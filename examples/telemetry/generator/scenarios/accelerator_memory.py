@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    GPU_TOLERATION,
-    LAST_MINUTE,
-    TPU_TAINT,
-    TPU_TOLERATION,
-    Context,
-    JobSetSpec,
-    KubeflowSpec,
-    expect,
-    tpu_capacity,
-    tpu_labels,
-)
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
 from ..builders.deterministic import NS, glog_prefix, rand_float, rand_hex, rand_int
 from ..builders.gpu import a3_pool
 from ..builders.kubeflow import kf_attempts
 from ..builders.pytorch import torch_size, torchrun_failure, torchrun_startup, worker_pids
 from ..builders.scenario import Scenario
+from ..builders.templates import (
+    GPU_TOLERATION,
+    TPU_TAINT,
+    TPU_TOLERATION,
+    expect,
+    tpu_capacity,
+    tpu_labels,
+)
 from ..builders.workload import jobset_event
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec, expect
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
 from ..builders.deterministic import glog_prefix, rand_float, rand_int
 from ..builders.metrics import add_reason, since
 from ..builders.nodes import pressure_until
 from ..builders.scenario import Scenario
+from ..builders.templates import expect
 from ..builders.workload import evicted, jobset_event, node_pressure_events
 
 

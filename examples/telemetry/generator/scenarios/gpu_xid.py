@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..builders.cluster import Context, expect
+from ..builders.cluster import Context
 from ..builders.deterministic import NS, rand_hex, rand_int
 from ..builders.gpu import (
     a3_jobset,
@@ -19,6 +19,7 @@ from ..builders.gpu import (
 )
 from ..builders.pytorch import cuda_error_lines, torchrun_failure, worker_pids
 from ..builders.scenario import Scenario
+from ..builders.templates import expect
 from ..builders.workload import jobset_event
 
 

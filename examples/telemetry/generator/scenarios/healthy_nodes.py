@@ -4,23 +4,21 @@ restart loop at all, and a loop nothing explains.
 
 from __future__ import annotations
 
-from ..builders.cluster import (
+from ..builders.cluster import LAST_MINUTE, Context, JobSetSpec
+from ..builders.deterministic import NS, py_stamp, rand_int
+from ..builders.pytorch import nccl_failure_lines
+from ..builders.scenario import Scenario
+from ..builders.templates import (
     GPU_TAINT,
     GPU_TOLERATION,
-    LAST_MINUTE,
     TPU_TAINT,
     TPU_TOLERATION,
-    Context,
-    JobSetSpec,
     expect,
     gpu_capacity,
     gpu_labels,
     tpu_capacity,
     tpu_labels,
 )
-from ..builders.deterministic import NS, py_stamp, rand_int
-from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario
 
 
 def scenario_capacity() -> Scenario:

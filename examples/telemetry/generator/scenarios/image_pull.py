@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    GPU_TAINT,
-    GPU_TOLERATION,
-    LAST_MINUTE,
-    Context,
-    JobSetSpec,
-    KubeflowSpec,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-)
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
 from ..builders.deterministic import glog_prefix, py_stamp, rand_int
 from ..builders.pods import waiting_on_image
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 from ..builders.workload import image_pull_events, image_waiting_series, jobset_event
 
 

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
+from ..builders.cluster import Context, JobSetSpec
+from ..builders.deterministic import NS
+from ..builders.scenario import Scenario
+from ..builders.templates import (
     GPU_TAINT,
     GPU_TOLERATION,
     TPU_TAINT,
     TPU_TOLERATION,
-    Context,
-    JobSetSpec,
     expect,
     gpu_capacity,
     gpu_labels,
     tpu_capacity,
     tpu_labels,
 )
-from ..builders.deterministic import NS
-from ..builders.scenario import Scenario
 
 
 def scenario_spot_preemption() -> Scenario:

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    GPU_TAINT,
-    GPU_TOLERATION,
-    LAST_MINUTE,
-    Context,
-    KubeflowSpec,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-)
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KubeflowSpec
 from ..builders.deterministic import NS, c10_prefix, glog_prefix, rand_float, rand_int
 from ..builders.kubeflow import kf_attempts
 from ..builders.pytorch import nccl_failure_lines
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 
 TF_FAULTY_HOST = "4e1f9a07c3b2d5e6f7a8091b2c3d4e5f"
 

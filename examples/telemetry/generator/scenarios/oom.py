@@ -6,22 +6,18 @@ import math
 
 from ..builders.cluster import (
     FIRST_MINUTE,
-    GPU_TAINT,
-    GPU_TOLERATION,
     LAST_MINUTE,
     Context,
     JobSetSpec,
     KfPod,
     KubeflowSpec,
     Pod,
-    expect,
-    gpu_capacity,
-    gpu_labels,
 )
 from ..builders.deterministic import glog_prefix, rand_float, rand_int
 from ..builders.metrics import _oom_usage, add_memory, add_reason, since
 from ..builders.pods import failed_status
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 from ..builders.workload import audit_gc_delete, audit_oom_patch, jobset_event, kernel_oom
 
 

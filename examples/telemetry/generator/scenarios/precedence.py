@@ -4,21 +4,13 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
-    GPU_TAINT,
-    GPU_TOLERATION,
-    Context,
-    JobSetSpec,
-    Pod,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-)
+from ..builders.cluster import Context, JobSetSpec, Pod
 from ..builders.deterministic import py_stamp, rand_float
 from ..builders.metrics import _oom_usage, add_memory, add_pod_info, add_reason, since
 from ..builders.pods import deployment_pod
 from ..builders.pytorch import nccl_failure_lines
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 from ..builders.workload import (
     audit_oom_patch,
     evicted,

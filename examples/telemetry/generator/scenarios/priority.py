@@ -4,23 +4,12 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    GPU_TAINT,
-    GPU_TOLERATION,
-    LAST_MINUTE,
-    Context,
-    JobSetSpec,
-    KfPod,
-    KubeflowSpec,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-)
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KfPod, KubeflowSpec
 from ..builders.deterministic import K8S_ALPHABET, glog_prefix, rand_float, rand_int, rand_str
 from ..builders.metrics import add_pod_info
 from ..builders.pods import deployment_pod, priority_hook
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 from ..builders.workload import jobset_event, preempted
 
 

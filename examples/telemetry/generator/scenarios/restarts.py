@@ -10,24 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    GPU_TAINT,
-    GPU_TOLERATION,
-    LAST_MINUTE,
-    Context,
-    JobSetSpec,
-    Node,
-    Pod,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-)
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, Node, Pod
 from ..builders.deterministic import K8S_ALPHABET, fmt_ts, rand_float, rand_int, rand_str, rand_uuid
 from ..builders.metrics import add_memory, add_reason, since
 from ..builders.pods import failed_status
 from ..builders.pytorch import nccl_failure_lines
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
 from ..builders.workload import audit_gc_delete, audit_oom_patch, jobset_event, kernel_oom
 
 #: kubernetes-sigs/jobset v0.12.0 pkg/constants/constants.go.

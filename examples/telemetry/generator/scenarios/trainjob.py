@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import GPU_TOLERATION, Context, JobSetSpec, expect
+from ..builders.cluster import Context, JobSetSpec
 from ..builders.deterministic import NS, fmt_ts, rand_int, rand_uuid
 from ..builders.gpu import a3_pool
 from ..builders.scenario import Scenario
+from ..builders.templates import GPU_TOLERATION, expect
 from ..builders.workload import jobset_event
 
 SLUG = "trainjob-faulty-host"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ..builders.cluster import KubeflowSpec, PlainPod
 from ..builders.deterministic import rand_uuid
-from ..builders.entries import k8s_event_payload
 from ..builders.pods import failed_status, terminated_status
 from ..builders.workload import (
     KUBELET_AGENT,
@@ -66,37 +65,27 @@ def kubernetes_signals(f: Fixtures) -> None:
         ("TFJob", "resnet50-ps", "Worker"),
     ):
         at = gctx.at(-0.2, kind)
-        payload = k8s_event_payload(
-            involved={
-                "apiVersion": "kubeflow.org/v1",
-                "kind": kind,
-                "name": job,
-                "namespace": "kubeflow-jobs",
-                "uid": rand_uuid(kind, job),
-                "resourceVersion": "81723311",
-            },
-            reason=f"{kind}Restarting",
-            message=f"{kind} kubeflow-jobs/{job} is restarting because 1 {msg_kind} "
-            "replica(s) failed.",
-            component=f"{kind.lower()}-controller",
-            etype="Warning",
-            first_ns=at,
-            last_ns=at,
-            count=1,
-            namespace="kubeflow-jobs",
-        )
+        involved = {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": kind,
+            "name": job,
+            "namespace": "kubeflow-jobs",
+            "uid": rand_uuid(kind, job),
+            "resourceVersion": "81723311",
+        }
+        message = f"{kind} kubeflow-jobs/{job} is restarting because 1 {msg_kind} "
+        message += "replica(s) failed."
+
         add(
             f"job_restarting_{kind.lower()}",
-            gs.event(
-                "k8s_cluster",
-                {
-                    "cluster_name": gctx.cluster,
-                    "location": gctx.location,
-                    "project_id": gctx.project,
-                },
+            gs.object_event(
                 -0.2,
-                payload,
-                "WARNING",
+                at,
+                involved,
+                f"{kind}Restarting",
+                message,
+                component=f"{kind.lower()}-controller",
+                etype="Warning",
             ),
             kind="job_restarting",
             workload=job,
