@@ -41,6 +41,11 @@ class Node:
     not_ready: dict[int, str] = field(default_factory=dict)
     ready_since_ns: int = 0
 
+    @property
+    def ready_again(self) -> int:
+        """The first Ready minute after its last outage so far."""
+        return max(self.not_ready) + 1
+
 
 @dataclass
 class JobSetSpec:

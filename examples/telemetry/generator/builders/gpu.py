@@ -93,6 +93,11 @@ def a3_pool(
     return sc.gpu_pool(pool, "a3-highgpu-8g", count, *h100, hosts=hosts, **kwargs)
 
 
+def a2_ultra_pool(sc: Scenario, count: int = 4) -> list[Node]:
+    """A2 Ultra nodes, 8 x A100 80GB each (no topology labels)."""
+    return sc.gpu_pool("a100-pool", "a2-ultragpu-8g", count, "nvidia-a100-80gb", 96, 1391821596)
+
+
 def a3_jobset(ctx: Context, image: str, container: str = "pytorch", **kwargs: Any) -> JobSetSpec:
     """The workload's JobSet of 4 A3 High pods, all of a node each."""
     h100 = "nvidia-h100-80gb"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cluster import AnyPod, Context, Node
+from .cluster import LAST_MINUTE, AnyPod, Context, Node
 from .deterministic import NS, glog_prefix, rand_hex, rand_int, rand_uuid, syslog_stamp
 from .entries import (
     EVENTS_LOG,
@@ -70,6 +70,11 @@ class Recorder:
             **labels,
         }
 
+    def stderr_lines(self, pod: AnyPod, m: float, lines: list[tuple[int, str]]) -> None:
+        """Lines a container writes to stderr, each at its own time: [(at_ns, text)]."""
+        for at, text in lines:
+            self.container_log(pod, m, text, stderr=True, at_ns=at)
+
     def node_resource(self, node: Node) -> dict[str, str]:
         return self.resource(node_name=node.name)
 
@@ -105,6 +110,11 @@ class Recorder:
         else:
             body = f"{ident}: {message}"
         return self.node_log(node, at, f"{syslog_stamp(at)} {node.name} {body}")
+
+    def node_registered(self, node: Node, m: float) -> dict[str, Any]:
+        """The kubelet of a node back from an outage registers it again."""
+        message = f'"Successfully registered node" node="{node.name}"'
+        return self.kubelet_journal(node, m, message, "kubelet_node_status.go:79")
 
     def kubelet_journal(self, node: Node, m: float, message: str, where: str) -> dict[str, Any]:
         """A kubelet journald record the way GKE ships it (jsonPayload, MESSAGE field)."""
@@ -234,6 +244,21 @@ class Recorder:
         node = pod.node.name if pod.node else ""
         message = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
         return self.event_pod(pod, m, "Scheduled", message, component="default-scheduler")
+
+    def killing(self, pod: AnyPod, m: float) -> dict[str, Any]:
+        """The kubelet stops the pod's container."""
+        message = f"Stopping container {pod.spec.container}"
+        return self.event_pod(pod, m, "Killing", message, component="kubelet")
+
+    def unschedulable(
+        self, pod: AnyPod, times: list[float], message: str, until: float = LAST_MINUTE
+    ) -> None:
+        """The scheduler's FailedScheduling Warnings at ``times`` (its back-off), counted from
+        the first, up to ``until``."""
+        for count, m in enumerate(times, start=1):
+            if m > until:
+                break
+            self.failed_scheduling(pod, m, message, count=count, first_m=times[0])
 
     def failed_scheduling(
         self, pod: AnyPod, m: float, message: str, *, count: int = 1, first_m: float | None = None

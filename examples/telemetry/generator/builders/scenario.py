@@ -262,11 +262,58 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
             for k, start, end in spans(starts)
         ]
 
+    def waiting_attempt(
+        self,
+        spec: JobSetSpec,
+        attempt: int,
+        start_m: int,
+        end_m: int | None,
+        placement: list[Node],
+        g: int,
+        *,
+        failed: int | None = None,
+    ) -> None:
+        """An attempt whose pod ``g`` waits for its node, unreachable until it is Ready again:
+        FailedScheduling at the start, Scheduled once the node is back, Running a minute on."""
+        node, back = placement[g], start_m
+        while node.not_ready.get(back):
+            back += 1
+        message = unreachable_node(len(placement), spec.resources)
+        self.attempt(
+            spec,
+            attempt,
+            start_m,
+            end_m,
+            placement,
+            running_from={g: back + 1},
+            failed_at=None if failed is None else {g: failed},
+            unsched={g: (start_m, back)},
+            sched_message=message,
+        )
+        pod = self.pod(spec, attempt, g)
+        self.failed_scheduling(pod, start_m - 0.84, message)
+        self.scheduled(pod, back - 0.2)
+
     def coordinator_at(self, spec: JobSetSpec, m: float) -> Pod | None:
         for pod in self.pods:
             if pod.spec is spec and pod.coordinator and pod.phase_at(math.floor(m)) == "Running":
                 return pod
         return None
+
+    def coordinator_stops(
+        self,
+        spec: JobSetSpec,
+        m0: float,
+        text: str = "Terminating: job controller requested shutdown (SIGTERM)",
+        *,
+        after: float = 1.1,
+        unless_on: Node | None = None,
+    ) -> None:
+        """The coordinator running at T+m0 logs that the restart stops it (not when it runs
+        on ``unless_on``, the node that went away)."""
+        coord = self.coordinator_at(spec, m0)
+        if coord and coord.node is not unless_on:
+            self.container_log(coord, m0 + after, text, key="sigterm")
 
     def pod(self, spec: JobSetSpec, attempt: int, g: int) -> Pod:
         for pod in self.pods:
@@ -289,7 +336,7 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         self,
         node: Node,
         m0: float,
-        kernel: list[tuple[str, str]],
+        kernel: list[str | tuple[str, str]],
         *,
         unknown: int = 4,
         false: int = 1,
@@ -297,9 +344,11 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
     ) -> None:
         """One host-error episode of ``node`` starting at T+m0 minutes.
 
-        ``kernel`` = [(ident, message)] node-journal lines logged just before the crash.
+        ``kernel`` = the node-journal lines logged just before the crash: kernel messages, or
+        (ident, message) for another process's.
         """
-        for i, (ident, message) in enumerate(kernel):
+        for i, line in enumerate(kernel):
+            ident, message = line if isinstance(line, tuple) else ("kernel", line)
             self.kernel_line(node, m0 - 0.45 + 0.02 * i, message, key=i, ident=ident)
         self.audit(node, m0 - 0.05, "compute.instances.hostError")
         self.termination_log(node, m0 + 0.08)
@@ -378,3 +427,15 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
 
 def dump(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def unreachable_node(total: int, resources: dict[str, str]) -> str:
+    """The scheduler's message for a pod whose only fitting node is unreachable."""
+    (resource,) = [r for r in resources if r in ("google.com/tpu", "nvidia.com/gpu")]
+    others = total - 1
+    return (
+        f"0/{total} nodes are available: 1 node(s) had untolerated taint "
+        f"{{node.kubernetes.io/unreachable: }}, {others} Insufficient {resource}. preemption: "
+        f"0/{total} nodes are available: 1 Preemption is not helpful for scheduling, {others} No "
+        "preemption victims found for incoming pod."
+    )

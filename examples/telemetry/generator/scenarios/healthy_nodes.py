@@ -1,35 +1,36 @@
 """JobSet scenarios whose nodes stay healthy: missing capacity, an NCCL application hang, no
-restart loop at all, and a loop nothing explains.
-"""
+restart loop at all, and a loop nothing explains."""
 
 from __future__ import annotations
 
-from ..builders.cluster import LAST_MINUTE, Context, JobSetSpec
+from ..builders.cluster import LAST_MINUTE, Context
 from ..builders.deterministic import NS, py_stamp, rand_int
+from ..builders.gpu import a2_ultra_pool
 from ..builders.pytorch import nccl_failure_lines
 from ..builders.scenario import Scenario
-from ..builders.templates import (
-    GPU_TAINT,
-    GPU_TOLERATION,
-    TPU_TAINT,
-    TPU_TOLERATION,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-    tpu_capacity,
-    tpu_labels,
+from ..builders.templates import expect, gpu_jobset, tpu_jobset
+
+#: The NCCL-hang scenario's zonal cluster; the golden signal fixtures are logged in it too.
+A100_CLUSTER = Context(
+    "neox-research-7781",
+    "us-central1-a",
+    "us-central1-a",
+    "a100-cluster",
+    "llm",
+    "gpt-neox-pretrain",
+    "2026-01-27T16:48:00Z",
 )
 
 
 def scenario_capacity() -> Scenario:
     ctx = Context(
-        project="acme-ml-platform",
-        location="us-east5",
-        zone="us-east5-b",
-        cluster="tpu-v6e-cluster",
-        namespace="default",
-        workload="maxtext-v6e-pretrain",
-        issue_time="2026-02-14T11:20:00Z",
+        "acme-ml-platform",
+        "us-east5",
+        "us-east5-b",
+        "tpu-v6e-cluster",
+        "default",
+        "maxtext-v6e-pretrain",
+        "2026-02-14T11:20:00Z",
     )
     sc = Scenario(
         "capacity",
@@ -42,40 +43,13 @@ def scenario_capacity() -> Scenario:
         ctx,
         expect("capacity", "add_capacity"),
     )
-    tpu = sc.add_pool(
-        "v6e-pool",
-        "ct6e-standard-4t",
-        4,
-        hosts=True,
-        labels=tpu_labels("tpu-v6e-slice", "4x4"),
-        capacity=tpu_capacity(180, 739695076),
-        taints=TPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="slice",
-        replicas=1,
-        parallelism=4,
-        container="maxtext",
-        image="us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10",
-        resources={"google.com/tpu": "4"},
-        node_selector={
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
-            "cloud.google.com/gke-tpu-topology": "4x4",
-        },
-        tolerations=TPU_TOLERATION,
-    )
-    other = JobSetSpec(
-        name="priority-eval",
-        rjob="eval",
-        replicas=1,
-        parallelism=4,
-        container="eval",
-        image="us-docker.pkg.dev/acme-ml-platform/eval/harness:3.2.1",
-        resources={"google.com/tpu": "4"},
-        node_selector=dict(spec.node_selector),
-        tolerations=TPU_TOLERATION,
-        priority_class="high-priority-eval",
+    v6e = ("tpu-v6e-slice", "4x4")
+    tpu = sc.tpu_pool("v6e-pool", "ct6e-standard-4t", 4, *v6e, 180, 739695076, hosts=True)
+    image = "us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10"
+    spec = tpu_jobset(ctx.workload, "maxtext", image, *v6e)
+    image = "us-docker.pkg.dev/acme-ml-platform/eval/harness:3.2.1"
+    other = tpu_jobset(
+        "priority-eval", "eval", image, *v6e, rjob="eval", priority_class="high-priority-eval"
     )
     r0, r1 = -41, -27
     sc.add_jobset(spec, 9, [r0, r1])
@@ -107,52 +81,19 @@ def scenario_capacity() -> Scenario:
         sched_message=msg,
     )
     for g, pod in enumerate(evals):
-        sc.event_pod(
-            pod,
-            -27.8 + 0.01 * g,
-            "FailedScheduling",
-            msg,
-            component="default-scheduler",
-            etype="Warning",
-        )
-        sc.event_pod(
-            pod,
-            -26.6 + 0.01 * g,
-            "Scheduled",
-            f"Successfully assigned {pod.namespace}/{pod.name} to {tpu[g].name}",
-            component="default-scheduler",
-        )
+        sc.failed_scheduling(pod, -27.8 + 0.01 * g, msg)
+        sc.scheduled(pod, -26.6 + 0.01 * g)
     for g, pod in enumerate(pending):
         first = r1 + 0.08 + 0.01 * g
         times = [first, first + 1.0, first + 3.1, first + 8.2, first + 18.4, first + 38.6]
-        for count, m in enumerate(times, start=1):
-            if m > LAST_MINUTE:
-                break
-            sc.event_pod(
-                pod,
-                m,
-                "FailedScheduling",
-                msg,
-                component="default-scheduler",
-                etype="Warning",
-                count=count,
-                first_m=first,
-            )
+        sc.unschedulable(pod, times, msg)
     sc.training_noise(spec, "maxtext")
     sc.kubelet_noise()
     return sc
 
 
 def scenario_nccl_hang() -> Scenario:
-    ctx = Context(
-        project="neox-research-7781",
-        location="us-central1-a",
-        zone="us-central1-a",
-        cluster="a100-cluster",
-        namespace="llm",
-        workload="gpt-neox-pretrain",
-        issue_time="2026-01-27T16:48:00Z",
-    )
+    ctx = A100_CLUSTER
     sc = Scenario(
         "nccl-application-hang",
         "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
@@ -166,62 +107,33 @@ def scenario_nccl_hang() -> Scenario:
         ctx,
         expect("application", "inspect_application"),
     )
-    nodes = sc.add_pool(
-        "a100-pool",
-        "a2-ultragpu-8g",
-        4,
-        labels=gpu_labels("nvidia-a100-80gb"),
-        capacity=gpu_capacity(96, 1391821596),
-        taints=GPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="pytorch",
-        image="us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124",
-        resources={"nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"},
-        tolerations=GPU_TOLERATION,
-        coordinator_label=True,
-    )
+    nodes = a2_ultra_pool(sc)
+    image = "us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124"
+    a100 = "nvidia-a100-80gb"
+    spec = gpu_jobset(ctx.workload, "pytorch", image, a100, coordinator_label=True)
     restarts = [-39, -19, 1, 21]  # -39 is before the window
     sc.add_jobset(spec, 1, restarts)
-    starts = [-300, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {g: end - 1 for g in range(4)} if end is not None else None
-        sc.attempt(spec, 1 + k, start, end, nodes, failed_at=failed)
+    sc.attempts(spec, 1, [-300, *restarts], nodes, lambda k, end: {g: end - 1 for g in range(4)})
     sc.training_noise(spec, "megatron", every=3, quiet=[(r - 12, r) for r in restarts])
     for k, r in enumerate(restarts):
         fail_m = r - 1.6
         pod = sc.coordinator_at(spec, fail_m)
         assert pod is not None
         seq = 48000 + 213 * k
-        for at, text in nccl_failure_lines(ctx, pod, fail_m, seq):
-            sc.container_log(pod, fail_m, text, stderr=True, at_ns=at)
+        sc.stderr_lines(pod, fail_m, nccl_failure_lines(ctx, pod, fail_m, seq))
         worker = next(p for p in sc.pods if p.attempt == pod.attempt and p.p == 2)
         tw = ctx.at(fail_m - 0.05, "wk", worker.name)
         rank = 16
-        for offset, text in (
-            (
-                0,
-                f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
-                "send, connection reset by peer",
-            ),
-            (
-                4,
-                f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
-                f"allreduce/{seq} timeout after 600 seconds",
-            ),
-            (
-                9,
-                f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
-                f"[ERROR] Child process {rand_int(2000, 9000, 'cp', worker.name)} died with "
-                "exit code 1",
-            ),
-        ):
+        lines = [
+            f"[rank{rank}]:[{py_stamp(tw)}] NCCL WARN : [Proxy Service {rank}] Failed to "
+            "send, connection reset by peer",
+            f"[rank{rank}]:[{py_stamp(tw + 4 * NS)}] NCCL WARN: Collective "
+            f"allreduce/{seq} timeout after 600 seconds",
+            f"[{py_stamp(tw + 9 * NS)}] torch.distributed.elastic.multiprocessing.api: "
+            f"[ERROR] Child process {rand_int(2000, 9000, 'cp', worker.name)} died with "
+            "exit code 1",
+        ]
+        for offset, text in zip((0, 4, 9), lines, strict=True):
             at = tw + offset * NS + rand_int(400_000, 3_000_000, "lag", tw, offset)
             sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
     sc.kubelet_noise()
@@ -230,13 +142,13 @@ def scenario_nccl_hang() -> Scenario:
 
 def scenario_no_restarts() -> Scenario:
     ctx = Context(
-        project="acme-ml-platform",
-        location="us-central2-b",
-        zone="us-central2-b",
-        cluster="tpu-v4-research",
-        namespace="team-nlp",
-        workload="t5-xxl-pretrain",
-        issue_time="2026-07-03T09:00:00Z",
+        "acme-ml-platform",
+        "us-central2-b",
+        "us-central2-b",
+        "tpu-v4-research",
+        "team-nlp",
+        "t5-xxl-pretrain",
+        "2026-07-03T09:00:00Z",
     )
     sc = Scenario(
         "no-restarts",
@@ -247,28 +159,10 @@ def scenario_no_restarts() -> Scenario:
         ctx,
         expect("no_restart_loop", "none", loop=False),
     )
-    tpu = sc.add_pool(
-        "v4-pool",
-        "ct4p-hightpu-4t",
-        4,
-        labels=tpu_labels("tpu-v4-podslice", "2x2x4"),
-        capacity=tpu_capacity(240, 421573588),
-        taints=TPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="slice",
-        replicas=1,
-        parallelism=4,
-        container="t5x",
-        image="us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3",
-        resources={"google.com/tpu": "4"},
-        node_selector={
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
-            "cloud.google.com/gke-tpu-topology": "2x2x4",
-        },
-        tolerations=TPU_TOLERATION,
-    )
+    v4 = ("tpu-v4-podslice", "2x2x4")
+    tpu = sc.tpu_pool("v4-pool", "ct4p-hightpu-4t", 4, *v4, 240, 421573588)
+    image = "us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3"
+    spec = tpu_jobset(ctx.workload, "t5x", image, *v4)
     sc.add_jobset(spec, 3, [-62])
     sc.restarts["data-prep-sharder"] = (0, [-12, 9])
     sc.attempt(spec, 3, -800, -62, tpu, failed_at={1: -63})
@@ -281,13 +175,13 @@ def scenario_no_restarts() -> Scenario:
 
 def scenario_unknown() -> Scenario:
     ctx = Context(
-        project="orbital-ml-dev",
-        location="asia-southeast1",
-        zone="asia-southeast1-b",
-        cluster="l4-dev-cluster",
-        namespace="default",
-        workload="whisper-large-ft",
-        issue_time="2026-09-15T23:55:00Z",
+        "orbital-ml-dev",
+        "asia-southeast1",
+        "asia-southeast1-b",
+        "l4-dev-cluster",
+        "default",
+        "whisper-large-ft",
+        "2026-09-15T23:55:00Z",
     )
     sc = Scenario(
         "unknown",
@@ -298,25 +192,10 @@ def scenario_unknown() -> Scenario:
         ctx,
         expect("unknown", "inspect_application"),
     )
-    nodes = sc.add_pool(
-        "l4-pool",
-        "g2-standard-48",
-        4,
-        labels=gpu_labels("nvidia-l4", 4),
-        capacity=gpu_capacity(48, 197972452, 4),
-        taints=GPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="trainer",
-        image="asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1",
-        resources={"nvidia.com/gpu": "4"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-l4"},
-        tolerations=GPU_TOLERATION,
-    )
+    l4 = ("nvidia-l4", 48, 197972452, 4)
+    nodes = sc.gpu_pool("l4-pool", "g2-standard-48", 4, *l4)
+    image = "asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1"
+    spec = gpu_jobset(ctx.workload, "trainer", image, "nvidia-l4", gpus=4)
     r1, r2 = -14, 12
     sc.add_jobset(spec, 0, [r1, r2])
     sc.attempt(spec, 0, -200, r1, nodes, failed_at={3: r1 - 1})
@@ -340,8 +219,6 @@ def scenario_unknown() -> Scenario:
             "samples skipped (empty transcript)",
             key="skip",
         )
-        sc.event_pod(
-            pod, r - 0.6, "Killing", f"Stopping container {spec.container}", component="kubelet"
-        )
+        sc.killing(pod, r - 0.6)
     sc.kubelet_noise(every=13)
     return sc

@@ -1,36 +1,55 @@
 """Scenarios where the infrastructure restarts a JobSet: Spot preemption, a faulty host, a
-single host error, Compute Engine maintenance.
-"""
+single host error, Compute Engine maintenance."""
 
 from __future__ import annotations
 
 import math
 
-from ..builders.cluster import Context, JobSetSpec
+from ..builders.cluster import Context, Node, spans
 from ..builders.deterministic import NS
+from ..builders.gpu import a3_pool
 from ..builders.scenario import Scenario
-from ..builders.templates import (
-    GPU_TAINT,
-    GPU_TOLERATION,
-    TPU_TAINT,
-    TPU_TOLERATION,
-    expect,
-    gpu_capacity,
-    gpu_labels,
-    tpu_capacity,
-    tpu_labels,
+from ..builders.templates import expect, gpu_jobset, suspect, tpu_jobset
+
+FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
+#: The faulty-host scenario's cluster; the golden signal fixtures are logged in it too.
+TPU_CLUSTER = Context(
+    "customer-ai-project-123",
+    "us-east5",
+    "us-east5-a",
+    "tpu-cluster-prod",
+    "default",
+    "llama3-70b-training",
+    "2026-05-20T08:15:00Z",
 )
+
+
+def faulty_host_slice(sc: Scenario) -> list[Node]:
+    """The TPU v5p slice of the faulty-host cluster: node 2 sits on ``FAULTY_HOST``."""
+    return sc.tpu_pool(
+        "tpu-pool",
+        "ct5p-hightpu-4t",
+        4,
+        "tpu-v5p-slice",
+        "2x2x4",
+        208,
+        463475916,
+        pool_hash="3f9a2b1c",
+        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"],
+        hosts=True,
+        host_ids={2: FAULTY_HOST},
+    )
 
 
 def scenario_spot_preemption() -> Scenario:
     ctx = Context(
-        project="acme-ml-spot",
-        location="us-west4",
-        zone="us-west4-a",
-        cluster="tpu-spot-cluster",
-        namespace="training",
-        workload="gemma-7b-finetune",
-        issue_time="2026-03-11T14:42:00Z",
+        "acme-ml-spot",
+        "us-west4",
+        "us-west4-a",
+        "tpu-spot-cluster",
+        "training",
+        "gemma-7b-finetune",
+        "2026-03-11T14:42:00Z",
     )
     sc = Scenario(
         "spot-preemption",
@@ -43,30 +62,13 @@ def scenario_spot_preemption() -> Scenario:
         ctx,
         expect("spot_preemption", "avoid_preemption"),
     )
-    common = dict(
-        spot=True,
-        labels=tpu_labels("tpu-v5-lite-podslice", "2x4"),
-        capacity=tpu_capacity(112, 197990396),
-        taints=TPU_TAINT,
-    )
-    pool0 = sc.add_pool("v5e-spot-0", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
-    pool1 = sc.add_pool("v5e-spot-1", "ct5lp-hightpu-4t", 2, **common)  # type: ignore[arg-type]
+    v5e = ("ct5lp-hightpu-4t", 2, "tpu-v5-lite-podslice", "2x4", 112, 197990396)
+    pool0 = sc.tpu_pool("v5e-spot-0", *v5e, spot=True)
+    pool1 = sc.tpu_pool("v5e-spot-1", *v5e, spot=True)
     placement = pool0 + pool1
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="slice",
-        replicas=2,
-        parallelism=2,
-        container="jax-tpu",
-        image="us-docker.pkg.dev/acme-ml-spot/train/gemma-ft:2026.03.02",
-        resources={"google.com/tpu": "4"},
-        node_selector={
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
-            "cloud.google.com/gke-tpu-topology": "2x4",
-            "cloud.google.com/gke-spot": "true",
-        },
-        tolerations=TPU_TOLERATION,
-    )
+    image = "us-docker.pkg.dev/acme-ml-spot/train/gemma-ft:2026.03.02"
+    slices = {"replicas": 2, "parallelism": 2, "spot": True}
+    spec = tpu_jobset(ctx.workload, "jax-tpu", image, "tpu-v5-lite-podslice", "2x4", **slices)
     # (preemption minute, node, reason, restart minute)
     events = [
         (-70.4, pool1[0], "Eviction", -68),
@@ -77,52 +79,31 @@ def scenario_spot_preemption() -> Scenario:
     sc.add_jobset(spec, 1, [r for *_, r in events])
     for m0, node, reason, _ in events:
         sc.preemption(node, m0, reason)
-    starts = [-400] + [r for *_, r in events]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
+    for k, start, end in spans([-400] + [r for *_, r in events]):
         running: dict[int, int | None] = {}
         failed: dict[int, int] = {}
         if k > 0:
             _, node, _, r = events[k - 1]
-            g = placement.index(node)
-            back = max(n for n in node.not_ready) + 1  # node Ready again
-            running[g] = max(back, r + 1)
+            running[placement.index(node)] = max(node.ready_again, r + 1)
         if end is not None:
-            m0, node, _, r = events[k]
+            m0, node, _, _ = events[k]
             failed[placement.index(node)] = math.ceil(m0)
         sc.attempt(spec, 1 + k, start, end, placement, running_from=running, failed_at=failed)
+    text = "Received SIGTERM from the job controller, stopping training loop after the current step"
     for m0, node, _, _ in events:
-        coord = sc.coordinator_at(spec, m0)
-        if coord and coord.node is not node:
-            sc.container_log(
-                coord,
-                m0 + 0.5,
-                "Received SIGTERM from the job controller, stopping training loop "
-                "after the current step",
-                key="sigterm",
-            )
+        sc.coordinator_stops(spec, m0, text, after=0.5, unless_on=node)
     sc.training_noise(spec, "jax")
     sc.kubelet_noise()
     return sc
 
 
-FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
-
-
 def scenario_faulty_host() -> Scenario:
-    ctx = Context(
-        project="customer-ai-project-123",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="tpu-cluster-prod",
-        namespace="default",
-        workload="llama3-70b-training",
-        issue_time="2026-05-20T08:15:00Z",
-    )
+    ctx = TPU_CLUSTER
+    bad_name = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
     sc = Scenario(
         "faulty-host",
         "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
-        "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2 on physical host "
+        f"{bad_name} on physical host "
         f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
         "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
         "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
@@ -130,45 +111,12 @@ def scenario_faulty_host() -> Scenario:
         "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
         "The other three TPU nodes sit on other hosts and stay healthy.",
         ctx,
-        expect(
-            "faulty_host",
-            "isolate_host",
-            [
-                {
-                    "host": FAULTY_HOST,
-                    "nodes": ["gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"],
-                    "failures": 2,
-                }
-            ],
-        ),
+        expect("faulty_host", "isolate_host", suspect(FAULTY_HOST, bad_name, 2)),
     )
-    tpu = sc.add_pool(
-        "tpu-pool",
-        "ct5p-hightpu-4t",
-        4,
-        pool_hash="3f9a2b1c",
-        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"],
-        hosts=True,
-        host_ids={2: FAULTY_HOST},
-        labels=tpu_labels("tpu-v5p-slice", "2x2x4"),
-        capacity=tpu_capacity(208, 463475916),
-        taints=TPU_TAINT,
-    )
+    tpu = faulty_host_slice(sc)
     bad = tpu[2]
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="slice",
-        replicas=1,
-        parallelism=4,
-        container="maxtext",
-        image="us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12",
-        resources={"google.com/tpu": "4"},
-        node_selector={
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
-            "cloud.google.com/gke-tpu-topology": "2x2x4",
-        },
-        tolerations=TPU_TOLERATION,
-    )
+    image = "us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12"
+    spec = tpu_jobset(ctx.workload, "maxtext", image, "tpu-v5p-slice", "2x2x4")
     ep1, ep2 = -20.3, 4.8
     r1, r2 = -18, 7
     sc.add_jobset(spec, 6, [r1, r2])
@@ -176,89 +124,32 @@ def scenario_faulty_host() -> Scenario:
         bad,
         ep1,
         [
-            ("kernel", "BUG: unable to handle kernel paging request at 0000000000002008"),
-            ("kernel", "#PF: supervisor read access in kernel mode"),
-            ("kernel", "Oops: 0000 [#1] PREEMPT SMP NOPTI"),
+            "BUG: unable to handle kernel paging request at 0000000000002008",
+            "#PF: supervisor read access in kernel mode",
+            "Oops: 0000 [#1] PREEMPT SMP NOPTI",
             (
                 "systemd[1]",
                 "node-problem-detector.service: Main process exited, code=exited, status=1/FAILURE",
             ),
         ],
     )
-    back1 = max(bad.not_ready) + 1
+    back1 = bad.ready_again
     sc.host_failure(
         bad,
         ep2,
         [
-            (
-                "kernel",
-                "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
-            ),
-            ("kernel", "{1}[Hardware Error]: event severity: fatal"),
-            (
-                "kernel",
-                "mce: [Hardware Error]: CPU 47: Machine Check Exception: 5 Bank 12: "
-                "be00000000800400",
-            ),
-            ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+            "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0",
+            "{1}[Hardware Error]: event severity: fatal",
+            "mce: [Hardware Error]: CPU 47: Machine Check Exception: 5 Bank 12: be00000000800400",
+            "Kernel panic - not syncing: Fatal machine check",
         ],
     )
-    back2 = max(bad.not_ready) + 1
-    msg = (
-        "0/4 nodes are available: 1 node(s) had untolerated taint "
-        "{node.kubernetes.io/unreachable: }, 3 Insufficient google.com/tpu. preemption: "
-        "0/4 nodes are available: 1 Preemption is not helpful for scheduling, 3 No "
-        "preemption victims found for incoming pod."
-    )
     sc.attempt(spec, 6, -500, r1, tpu, failed_at={2: math.ceil(ep1)})
-    sc.attempt(
-        spec,
-        7,
-        r1,
-        r2,
-        tpu,
-        running_from={2: back1 + 1},
-        failed_at={2: math.ceil(ep2)},
-        unsched={2: (r1, back1)},
-        sched_message=msg,
-    )
-    sc.attempt(
-        spec,
-        8,
-        r2,
-        None,
-        tpu,
-        running_from={2: back2 + 1},
-        unsched={2: (r2, back2)},
-        sched_message=msg,
-    )
-    for attempt, r, back in ((7, r1, back1), (8, r2, back2)):
-        pod = sc.pod(spec, attempt, 2)
-        sc.event_pod(
-            pod, r - 0.84, "FailedScheduling", msg, component="default-scheduler", etype="Warning"
-        )
-        sc.event_pod(
-            pod,
-            back - 0.2,
-            "Scheduled",
-            f"Successfully assigned {pod.namespace}/{pod.name} to {bad.name}",
-            component="default-scheduler",
-        )
+    sc.waiting_attempt(spec, 7, r1, r2, tpu, 2, failed=math.ceil(ep2))
+    sc.waiting_attempt(spec, 8, r2, None, tpu, 2)
     for m0 in (ep1, ep2):
-        coord = sc.coordinator_at(spec, m0)
-        if coord:
-            sc.container_log(
-                coord,
-                m0 + 1.1,
-                "Terminating: job controller requested shutdown (SIGTERM)",
-                key="sigterm",
-            )
-    sc.kubelet_journal(
-        bad,
-        back1 - 0.6,
-        f'"Successfully registered node" node="{bad.name}"',
-        "kubelet_node_status.go:79",
-    )
+        sc.coordinator_stops(spec, m0)
+    sc.node_registered(bad, back1 - 0.6)
     sc.training_noise(spec, "maxtext")
     sc.kubelet_noise()
     return sc
@@ -266,13 +157,13 @@ def scenario_faulty_host() -> Scenario:
 
 def scenario_single_node_failure() -> Scenario:
     ctx = Context(
-        project="quanta-genai-prod",
-        location="europe-west4",
-        zone="europe-west4-b",
-        cluster="a3-mega-eu",
-        namespace="ml-jobs",
-        workload="mixtral-8x7b-sft",
-        issue_time="2026-04-02T21:37:30Z",
+        "quanta-genai-prod",
+        "europe-west4",
+        "europe-west4-b",
+        "a3-mega-eu",
+        "ml-jobs",
+        "mixtral-8x7b-sft",
+        "2026-04-02T21:37:30Z",
     )
     sc = Scenario(
         "single-node-failure",
@@ -284,65 +175,32 @@ def scenario_single_node_failure() -> Scenario:
         ctx,
         {},
     )
-    nodes = sc.add_pool(
-        "a3mega-pool",
-        "a3-megagpu-8g",
-        4,
-        hosts=True,
-        labels=gpu_labels("nvidia-h100-mega-80gb"),
-        capacity=gpu_capacity(208, 1918952244),
-        taints=GPU_TAINT,
-    )
+    mega = ("nvidia-h100-mega-80gb", 208, 1918952244)
+    nodes = sc.gpu_pool("a3mega-pool", "a3-megagpu-8g", 4, *mega, hosts=True)
     old_bad, bad = nodes[3], nodes[1]
-    sc.expect = expect(
-        "host_error", "watch_host", [{"host": bad.host, "nodes": [bad.name], "failures": 1}]
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="trainer",
-        replicas=1,
-        parallelism=4,
-        container="trainer",
-        image="europe-west4-docker.pkg.dev/quanta-genai-prod/llm/sft-trainer:v0.14.2",
-        resources={"nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb"},
-        tolerations=GPU_TOLERATION,
-    )
+    sc.expect = expect("host_error", "watch_host", suspect(bad.host, bad.name, 1))
+    image = "europe-west4-docker.pkg.dev/quanta-genai-prod/llm/sft-trainer:v0.14.2"
+    spec = gpu_jobset(ctx.workload, "trainer", image, mega[0], rjob="trainer")
     ep0, ep1 = -75.2, -6.2
     r0, r1 = -73, -4
     sc.add_jobset(spec, 1, [r0, r1])
-    sc.host_failure(
-        old_bad,
-        ep0,
-        [
-            (
-                "kernel",
-                "NVRM: Xid (PCI:0000:c8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                "fallen off the bus.",
-            ),
-        ],
-        unknown=3,
-    )
+    xid79 = "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    sc.host_failure(old_bad, ep0, [f"NVRM: Xid (PCI:0000:c8:00): {xid79}"], unknown=3)
     sc.host_failure(
         bad,
         ep1,
         [
-            (
-                "kernel",
-                "NVRM: Xid (PCI:0000:97:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                "fallen off the bus.",
-            ),
-            ("kernel", "NVRM: GPU 0000:97:00.0: GPU has fallen off the bus."),
-            ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+            f"NVRM: Xid (PCI:0000:97:00): {xid79}",
+            "NVRM: GPU 0000:97:00.0: GPU has fallen off the bus.",
+            "Kernel panic - not syncing: Fatal exception in interrupt",
         ],
         unknown=4,
         false=1,
     )
-    back0 = max(m for m in old_bad.not_ready) + 1
-    back1 = max(m for m in bad.not_ready) + 1
     sc.attempt(spec, 1, -600, r0, nodes, failed_at={3: math.ceil(ep0)})
+    back0 = old_bad.ready_again
     sc.attempt(spec, 2, r0, r1, nodes, running_from={3: back0}, failed_at={1: math.ceil(ep1)})
-    sc.attempt(spec, 3, r1, None, nodes, running_from={1: back1})
+    sc.attempt(spec, 3, r1, None, nodes, running_from={1: bad.ready_again})
     sc.training_noise(spec, "hf")
     sc.kubelet_noise()
     return sc
@@ -350,13 +208,13 @@ def scenario_single_node_failure() -> Scenario:
 
 def scenario_maintenance() -> Scenario:
     ctx = Context(
-        project="northwind-ai",
-        location="us-east4",
-        zone="us-east4-a",
-        cluster="h100-train-east",
-        namespace="research",
-        workload="dit-xl-diffusion",
-        issue_time="2026-06-08T03:05:00Z",
+        "northwind-ai",
+        "us-east4",
+        "us-east4-a",
+        "h100-train-east",
+        "research",
+        "dit-xl-diffusion",
+        "2026-06-08T03:05:00Z",
     )
     sc = Scenario(
         "maintenance",
@@ -369,36 +227,18 @@ def scenario_maintenance() -> Scenario:
         ctx,
         expect("maintenance", "plan_maintenance"),
     )
-    nodes = sc.add_pool(
-        "a3-pool",
-        "a3-highgpu-8g",
-        4,
-        hosts=True,
-        labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
-    )
+    nodes = a3_pool(sc, 4)
     nodes[2].labels["cloud.google.com/scheduled-maintenance-time"] = str(
         ctx.t_ns // NS + 5 * 86400 + 7200
     )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=2,
-        parallelism=2,
-        container="dit",
-        image="us-east4-docker.pkg.dev/northwind-ai/vision/dit-train:1.8.0",
-        resources={"nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-        tolerations=GPU_TOLERATION,
-    )
+    image = "us-east4-docker.pkg.dev/northwind-ai/vision/dit-train:1.8.0"
+    spec = gpu_jobset(ctx.workload, "dit", image, "nvidia-h100-80gb", replicas=2, parallelism=2)
     m1, m2 = -17.4, 3.7
     r1, r2 = -15, 6
     sc.add_jobset(spec, 3, [r1, r2])
     sc.maintenance(nodes[1], m1)
     sc.maintenance(nodes[3], m2)
-    back1 = max(nodes[1].not_ready) + 1
-    back2 = max(nodes[3].not_ready) + 1
+    back1, back2 = nodes[1].ready_again, nodes[3].ready_again
     sc.attempt(spec, 3, -900, r1, nodes, failed_at={1: math.ceil(m1 + 0.2)})
     sc.attempt(spec, 4, r1, r2, nodes, running_from={1: back1}, failed_at={3: math.ceil(m2 + 0.2)})
     sc.attempt(spec, 5, r2, None, nodes, running_from={3: back2})
