@@ -7,11 +7,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .cluster import FIRST_MINUTE, LAST_MINUTE, AnyPod, Context, KfPod, KubeflowSpec, Node
+from .cluster import (
+    FIRST_MINUTE,
+    LAST_MINUTE,
+    AnyPod,
+    Context,
+    KfPod,
+    KubeflowSpec,
+    Node,
+    lifecycle,
+    spans,
+)
 from .deterministic import rand_hex, rand_int, rand_uuid
 
 if TYPE_CHECKING:
-    from .scenario import Scenario
+    pass
 
 
 class KubeflowJobs:
@@ -54,9 +64,9 @@ class KubeflowJobs:
                 if wanted is not None and (rtype, index) not in wanted:
                     continue
                 name = spec.pod_name(rtype, index)
-                phases = [(start_m, "Pending"), (start_m + run_delay, "Running")]
-                if failed_at and (rtype, index) in failed_at:
-                    phases.append((failed_at[(rtype, index)], "Failed"))
+                phases = lifecycle(
+                    start_m, start_m + run_delay, (failed_at or {}).get((rtype, index))
+                )
                 made = created_m if created_m is not None else start_m - 0.9
                 pod = KfPod(
                     spec=spec,
@@ -69,21 +79,86 @@ class KubeflowJobs:
                     created_ns=self.ctx.at(made, "created", namespace, name, incarnation),
                     phases=phases,
                     end_m=end_m,
-                    ip=f"10.{rand_int(64, 120, 'pods', self.ctx.cluster)}."
-                    f"{rand_int(2, 250, 'pip', name, incarnation)}."
-                    f"{rand_int(2, 250, 'pip2', name, incarnation)}",
+                    ip=self.ctx.pod_ip(name, incarnation),
                 )
                 out.append(pod)
                 self.pods.append(pod)
                 if FIRST_MINUTE <= start_m <= LAST_MINUTE and pod.node is not None:
-                    self.event_pod(
-                        pod,
-                        made + 0.05 + 0.01 * len(out),
-                        "Scheduled",
-                        f"Successfully assigned {namespace}/{name} to {pod.node.name}",
-                        component="default-scheduler",
-                    )
+                    self.scheduled(pod, made + 0.05 + 0.01 * len(out))
         return out
+
+    def kf_replicas(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        start_m: int,
+        placement: dict[tuple[str, int], Node],
+        *,
+        skip: Iterable[tuple[str, int]] = (),
+    ) -> None:
+        """The replicas that run through the window (all but ``skip``), created one by one."""
+        for rtype, count in spec.replicas.items():
+            for index in range(count):
+                if (rtype, index) not in skip:
+                    self.kf_pods(
+                        spec, namespace, 0, start_m, None, placement, only=[(rtype, index)]
+                    )
+
+    def kf_incarnations(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        key: tuple[str, int],
+        starts: list[int],
+        placement: dict[tuple[str, int], Node],
+        *,
+        exit_code: int | None = None,
+    ) -> list[KfPod]:
+        """The pod objects of one replica, one per start: each but the last fails a minute
+        before the next is created (and is restarted by the operator with ``exit_code``)."""
+        pods = []
+        for k, start, end in spans(starts):
+            (pod,) = self.kf_pods(
+                spec,
+                namespace,
+                k,
+                start,
+                end,
+                placement,
+                only=[key],
+                failed_at={key: end - 1} if end is not None else None,
+                created_m=start - 0.58 if k else None,
+            )
+            pods.append(pod)
+            if end is not None and exit_code is not None:
+                self.kf_restart([pod], end, exit_code)
+        return pods
+
+    def kf_attempts(
+        self,
+        spec: KubeflowSpec,
+        namespace: str,
+        placement: dict[tuple[str, int], Node],
+        starts: list[int],
+        failed_at: Callable[[int, int], int],
+        exit_code: int,
+    ) -> None:
+        """One incarnation of a Kubeflow job's pods per attempt, ``starts`` apart; every one
+        but the last fails (at ``failed_at(attempt, its end)``) and the operator restarts it
+        with ``exit_code``."""
+        for k, start, end in spans(starts):
+            failed = {key: failed_at(k, end) for key in placement} if end is not None else None
+            created = start - 0.58 if k else None
+            ours = self.kf_pods(
+                spec, namespace, k, start, end, placement, failed_at=failed, created_m=created
+            )
+            if end is not None:
+                self.kf_restart(ours, end, exit_code)
+
+    def kf_chief(self, spec: KubeflowSpec) -> tuple[KfPod, int]:
+        """A TFJob's Chief (its first pod) and the id of the thread that logs its steps."""
+        chief = self.kf_pod(spec, "Chief", 0, 0)
+        return chief, rand_int(130_000, 140_000, "tid", chief.name)
 
     def kf_pod(self, spec: KubeflowSpec, rtype: str, index: int, incarnation: int) -> KfPod:
         for pod in self.pods:
@@ -127,20 +202,16 @@ class KubeflowJobs:
         <Kind>Restarting Warning per failed replica type, the pod created again."""
         spec, namespace = failed[0].spec, failed[0].namespace
         for i, pod in enumerate(failed):
-            self.event_job(
-                spec,
-                namespace,
-                m - 0.72 + 0.002 * i,
-                "ExitedWithCode",
-                f"Pod: {namespace}.{pod.name} exited with code {exit_code}",
-            )
-            self.event_job(
-                spec,
-                namespace,
-                m - 0.7 + 0.002 * i,
-                "SuccessfulDeletePod",
-                f"Deleted pod: {pod.name}",
-            )
+            for offset, reason, message in (
+                (
+                    -0.72,
+                    "ExitedWithCode",
+                    f"Pod: {namespace}.{pod.name} exited with code {exit_code}",
+                ),
+                (-0.7, "SuccessfulDeletePod", f"Deleted pod: {pod.name}"),
+                (-0.6, "SuccessfulCreatePod", f"Created pod: {pod.name}"),
+            ):
+                self.event_job(spec, namespace, m + offset + 0.002 * i, reason, message)
         types = [r for r in spec.replicas if any(p.rtype == r for p in failed)]
         for k, rtype in enumerate(types):
             number = sum(1 for p in failed if p.rtype == rtype)
@@ -153,43 +224,3 @@ class KubeflowJobs:
                 f"{rtype} replica(s) failed.",
                 etype="Warning",
             )
-        for i, pod in enumerate(failed):
-            self.event_job(
-                spec,
-                namespace,
-                m - 0.6 + 0.002 * i,
-                "SuccessfulCreatePod",
-                f"Created pod: {pod.name}",
-            )
-
-
-def kf_attempts(
-    sc: Scenario,
-    spec: KubeflowSpec,
-    namespace: str,
-    placement: dict[tuple[str, int], Node],
-    starts: list[int],
-    failed_at: Callable[[int, int], int],
-    exit_code: int,
-) -> None:
-    """One incarnation of a Kubeflow job's pods per attempt, ``starts`` apart; every one
-    but the last fails (at ``failed_at(attempt, its end)``) and the operator restarts it
-    with ``exit_code``."""
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {key: failed_at(k, end) for key in placement} if end is not None else None
-        sc.kf_pods(
-            spec,
-            namespace,
-            k,
-            start,
-            end,
-            placement,
-            failed_at=failed,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is not None:
-            ours = [
-                p for p in sc.pods if isinstance(p, KfPod) and p.spec is spec and p.incarnation == k
-            ]
-            sc.kf_restart(ours, end, exit_code)

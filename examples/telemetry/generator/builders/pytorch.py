@@ -9,6 +9,11 @@ from .cluster import AnyPod, Context
 from .deterministic import NS, c10_prefix, dt, elastic_prefix, py_stamp, rand_int
 from .scenario import Scenario
 
+#: What a PyTorchJob's container sets for NCCL: INFO logs, async error handling.
+NCCL_ENV = [
+    {"name": "NCCL_DEBUG", "value": "INFO"},
+    {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
+]
 TORCHRUN = "/usr/bin/python3"
 
 

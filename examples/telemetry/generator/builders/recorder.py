@@ -70,6 +70,13 @@ class Recorder:
             **labels,
         }
 
+    def glog_line(
+        self, pod: AnyPod, m: float, at: int, tid: int, where: str, text: str, level: str = "I"
+    ) -> dict[str, Any]:
+        """A glog line (TensorFlow's C++ and Python logging) on stderr at ``at``."""
+        line = f"{glog_prefix(level, at, tid, where)} {text}"
+        return self.container_log(pod, m, line, stderr=True, at_ns=at)
+
     def stderr_lines(self, pod: AnyPod, m: float, lines: list[tuple[int, str]]) -> None:
         """Lines a container writes to stderr, each at its own time: [(at_ns, text)]."""
         for at, text in lines:

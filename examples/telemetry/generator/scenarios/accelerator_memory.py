@@ -9,7 +9,6 @@ import math
 from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
 from ..builders.deterministic import NS, glog_prefix, rand_float, rand_hex, rand_int
 from ..builders.gpu import a3_pool
-from ..builders.kubeflow import kf_attempts
 from ..builders.pytorch import torch_size, torchrun_failure, torchrun_startup, worker_pids
 from ..builders.scenario import Scenario
 from ..builders.templates import (
@@ -78,7 +77,7 @@ def scenario_gpu_cuda_oom() -> Scenario:
     fails = [-27.6, -6.6, 14.4]
     restarts = [math.ceil(f) + 1 for f in fails]
     starts = [-400, *restarts]
-    kf_attempts(sc, spec, ctx.namespace, placement, starts, lambda k, end: math.ceil(fails[k]), 128)
+    sc.kf_attempts(spec, ctx.namespace, placement, starts, lambda k, end: math.ceil(fails[k]), 128)
     sc.operator_counter(ctx.namespace, "pytorch", 3, [r for r in restarts for _ in range(2)])
 
     # The Master's log: torchrun and NCCL start-up, HF Trainer steps every 3 minutes,

@@ -1,30 +1,29 @@
 """Kubeflow training-operator scenarios: a TFJob on a faulty host, a PyTorchJob whose NCCL
-all-reduce times out.
-"""
+all-reduce times out."""
 
 from __future__ import annotations
 
 import math
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KubeflowSpec
-from ..builders.deterministic import NS, c10_prefix, glog_prefix, rand_float, rand_int
-from ..builders.kubeflow import kf_attempts
-from ..builders.pytorch import nccl_failure_lines
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, spans
+from ..builders.deterministic import NS, c10_prefix, rand_float, rand_int
+from ..builders.gpu import A3_GPU_BUS, a3_pool
+from ..builders.pytorch import NCCL_ENV, nccl_failure_lines
 from ..builders.scenario import Scenario
-from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
+from ..builders.templates import accelerator, expect, kubeflow_job, nodepool, resources, suspect
 
 TF_FAULTY_HOST = "4e1f9a07c3b2d5e6f7a8091b2c3d4e5f"
 
 
 def scenario_tfjob_faulty_host() -> Scenario:
     ctx = Context(
-        project="lumen-vision-prod",
-        location="us-central1",
-        zone="us-central1-c",
-        cluster="a3-vision-usc1",
-        namespace="ml-jobs",
-        workload="resnet50-ps",
-        issue_time="2026-10-06T13:40:00Z",
+        "lumen-vision-prod",
+        "us-central1",
+        "us-central1-c",
+        "a3-vision-usc1",
+        "ml-jobs",
+        "resnet50-ps",
+        "2026-10-06T13:40:00Z",
         workload_kind="tfjob",
     )
     sc = Scenario(
@@ -44,59 +43,44 @@ def scenario_tfjob_faulty_host() -> Scenario:
         ctx,
         {},
     )
-    gpus = sc.add_pool(
-        "a3-res-pool",
-        "a3-highgpu-8g",
+    reservation = {
+        "cloud.google.com/reservation-name": "a3-vision-usc1-block",
+        "cloud.google.com/reservation-affinity": "specific",
+    }
+    gpus = a3_pool(
+        sc,
         4,
+        "a3-res-pool",
         pool_hash="5c2e8d1a",
         suffixes=["h2m7", "t6w4", "q8v3", "b3n9"],
-        hosts=True,
         host_ids={2: TF_FAULTY_HOST},
-        labels={
-            **gpu_labels("nvidia-h100-80gb"),
-            "cloud.google.com/reservation-name": "a3-vision-usc1-block",
-            "cloud.google.com/reservation-affinity": "specific",
-        },
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
+        labels=reservation,
     )
     cpus = sc.add_pool(
         "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
     )
     bad = gpus[2]
-    sc.expect = expect(
-        "faulty_host",
-        "isolate_host",
-        [{"host": TF_FAULTY_HOST, "nodes": [bad.name], "failures": 2}],
-    )
-    gpu_select = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
-    cpu_select = {"cloud.google.com/gke-nodepool": "cpu-pool"}
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="TFJob",
-        replicas={"Chief": 1, "PS": 1, "Worker": 4},
-        image="us-central1-docker.pkg.dev/lumen-vision-prod/vision/resnet-ps:tf2.17-cu12",
-        resources={
-            "Chief": {"cpu": "8", "memory": "32Gi"},
-            "PS": {"cpu": "16", "memory": "96Gi"},
-            "Worker": {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8"},
+    sc.expect = expect("faulty_host", "isolate_host", suspect(TF_FAULTY_HOST, bad.name, 2))
+    spec = kubeflow_job(
+        "TFJob",
+        ctx.workload,
+        "us-central1-docker.pkg.dev/lumen-vision-prod/vision/resnet-ps:tf2.17-cu12",
+        {
+            "Chief": (1, resources("8", "32Gi")),
+            "PS": (1, resources("16", "96Gi")),
+            "Worker": (4, resources("96", "1000Gi", 8)),
         },
-        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": gpu_select},
-        tolerations={"Worker": GPU_TOLERATION},
+        select=nodepool("cpu-pool"),
+        gpu_select=accelerator("nvidia-h100-80gb"),
         command=["python3", "-m", "official.vision.train", "--experiment=resnet_imagenet"],
     )
-    other = KubeflowSpec(
-        name="wide-deep-ctr",
-        api_kind="TFJob",
-        replicas={"Chief": 1, "PS": 1, "Worker": 2},
-        image="us-central1-docker.pkg.dev/lumen-vision-prod/recsys/wide-deep:tf2.17",
-        resources={
-            "Chief": {"cpu": "4", "memory": "16Gi"},
-            "PS": {"cpu": "4", "memory": "32Gi"},
-            "Worker": {"cpu": "8", "memory": "48Gi"},
-        },
-        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": cpu_select},
-        tolerations={},
+    other = kubeflow_job(
+        "TFJob",
+        "wide-deep-ctr",
+        "us-central1-docker.pkg.dev/lumen-vision-prod/recsys/wide-deep:tf2.17",
+        {"Chief": (1, resources("4", "16Gi")), "PS": (1, resources("4", "32Gi"))}
+        | {"Worker": (2, resources("8", "48Gi"))},
+        select=nodepool("cpu-pool"),
     )
     placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1]}
     placement.update({("Worker", i): gpus[i] for i in range(4)})
@@ -108,110 +92,50 @@ def scenario_tfjob_faulty_host() -> Scenario:
     }
 
     # wide-deep-ctr: Worker 1 is OOM-killed at T-51m and re-created at T-50m.
-    other_r = -50
-    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("Chief", 0)])
-    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("PS", 0)])
-    sc.kf_pods(other, ctx.namespace, 0, -900, None, other_placement, only=[("Worker", 0)])
-    (oom,) = sc.kf_pods(
-        other,
-        ctx.namespace,
-        0,
-        -900,
-        other_r,
-        other_placement,
-        only=[("Worker", 1)],
-        failed_at={("Worker", 1): other_r - 1},
-    )
-    sc.kf_restart([oom], other_r, 137)
-    sc.kf_pods(
-        other,
-        ctx.namespace,
-        1,
-        other_r,
-        None,
-        other_placement,
-        only=[("Worker", 1)],
-        created_m=other_r - 0.58,
+    other_r, worker1 = -50, ("Worker", 1)
+    sc.kf_replicas(other, ctx.namespace, -900, other_placement, skip=[worker1])
+    sc.kf_incarnations(
+        other, ctx.namespace, worker1, [-900, other_r], other_placement, exit_code=137
     )
 
     ep1, ep2 = -16.4, 9.2
+    xid79 = "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
     sc.host_failure(
         bad,
         ep1,
         [
-            (
-                "kernel",
-                "NVRM: Xid (PCI:0000:a8:00): 48, pid=21544, name=python3, An uncorrectable "
-                "double bit error (DBE) has been detected on GPU in the framebuffer at "
-                "partition 0, subpartition 0.",
-            ),
-            (
-                "kernel",
-                "NVRM: Xid (PCI:0000:a8:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                "fallen off the bus.",
-            ),
-            (
-                "kernel",
-                "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
-            ),
-            ("kernel", "Kernel panic - not syncing: Fatal exception in interrupt"),
+            "NVRM: Xid (PCI:0000:a8:00): 48, pid=21544, name=python3, An uncorrectable "
+            "double bit error (DBE) has been detected on GPU in the framebuffer at "
+            "partition 0, subpartition 0.",
+            f"NVRM: Xid (PCI:0000:a8:00): {xid79}",
+            "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
+            "Kernel panic - not syncing: Fatal exception in interrupt",
         ],
     )
-    back1 = max(bad.not_ready) + 1
+    back1 = bad.ready_again
     sc.host_failure(
         bad,
         ep2,
         [
-            (
-                "kernel",
-                "mce: [Hardware Error]: CPU 71: Machine Check Exception: 5 Bank 5: "
-                "bea0000000000108",
-            ),
-            (
-                "kernel",
-                "NVRM: Xid (PCI:0000:c6:00): 79, pid='<unknown>', name=<unknown>, GPU has "
-                "fallen off the bus.",
-            ),
-            ("kernel", "Kernel panic - not syncing: Fatal machine check"),
+            "mce: [Hardware Error]: CPU 71: Machine Check Exception: 5 Bank 5: bea0000000000108",
+            f"NVRM: Xid (PCI:0000:c6:00): {xid79}",
+            "Kernel panic - not syncing: Fatal machine check",
         ],
     )
-    back2 = max(bad.not_ready) + 1
+    back2 = bad.ready_again
     # The pod turns Failed when the rebooted kubelet reports it (the Ready=False sample);
     # the operator re-creates it within the minute, on the recovered node.
     r1, r2 = back1, back2
     worker2 = ("Worker", 2)
-    for rtype, count in spec.replicas.items():
-        for i in range(count):
-            if (rtype, i) != worker2:
-                sc.kf_pods(spec, ctx.namespace, 0, -600, None, placement, only=[(rtype, i)])
-    first = sc.kf_pods(
-        spec, ctx.namespace, 0, -600, r1, placement, only=[worker2], failed_at={worker2: r1 - 1}
+    sc.kf_replicas(spec, ctx.namespace, -600, placement, skip=[worker2])
+    first, second, _ = sc.kf_incarnations(
+        spec, ctx.namespace, worker2, [-600, r1, r2], placement, exit_code=137
     )
-    sc.kf_restart(first, r1, 137)
-    second = sc.kf_pods(
-        spec,
-        ctx.namespace,
-        1,
-        r1,
-        r2,
-        placement,
-        only=[worker2],
-        failed_at={worker2: r2 - 1},
-        created_m=r1 - 0.58,
-    )
-    sc.kf_restart(second, r2, 137)
-    sc.kf_pods(spec, ctx.namespace, 2, r2, None, placement, only=[worker2], created_m=r2 - 0.58)
     sc.operator_counter(ctx.namespace, "tensorflow", 3, [other_r, r1, r2])
     for back in (back1, back2):
-        sc.kubelet_journal(
-            bad,
-            back - 0.6,
-            f'"Successfully registered node" node="{bad.name}"',
-            "kubelet_node_status.go:79",
-        )
+        sc.node_registered(bad, back - 0.6)
 
-    chief = sc.kf_pod(spec, "Chief", 0, 0)
-    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    chief, tid = sc.kf_chief(spec)
     step0 = 318_000
     for m in range(FIRST_MINUTE + 1, LAST_MINUTE + 1, 3):
         step = step0 + (m - FIRST_MINUTE) * 96
@@ -219,96 +143,61 @@ def scenario_tfjob_faulty_host() -> Scenario:
         down = any(bad.not_ready.get(x) for x in (m, m - 1))
         loss = 2.1 * math.exp(-step / 400_000) + 0.95 + rand_float(-0.02, 0.02, "tl", step)
         rate = rand_float(7400, 7600, "ips", step) if down else rand_float(9900, 10150, "ips", step)
-        sc.container_log(
-            chief,
-            m + 0.4,
-            f"{glog_prefix('I', at, tid, 'controller.py:495')} train | step: {step:>7d} | "
-            f"steps per second: {rate / 4096:.2f} | training metrics: {{'training_loss': "
-            f"{loss:.4f}, 'accuracy': {rand_float(0.71, 0.73, 'acc', step):.4f}, "
-            f"'examples/sec': {rate:.1f}}}",
-            stderr=True,
-            at_ns=at,
+        text = (
+            f"train | step: {step:>7d} | steps per second: {rate / 4096:.2f} | training "
+            f"metrics: {{'training_loss': {loss:.4f}, 'accuracy': "
+            f"{rand_float(0.71, 0.73, 'acc', step):.4f}, 'examples/sec': {rate:.1f}}}"
         )
+        sc.glog_line(chief, m + 0.4, at, tid, "controller.py:495", text)
         if (m - FIRST_MINUTE) % 21 == 19:
-            sc.container_log(
-                chief,
-                m + 0.7,
-                f"{glog_prefix('I', at + 18 * NS, tid, 'controller.py:528')} saved "
-                f"checkpoint to gs://{ctx.project}-ckpt/{spec.name}/ckpt-{step}.",
-                stderr=True,
-                at_ns=at + 18 * NS,
-            )
+            saved = f"saved checkpoint to gs://{ctx.project}-ckpt/{spec.name}/ckpt-{step}."
+            sc.glog_line(chief, m + 0.7, at + 18 * NS, tid, "controller.py:528", saved)
     w = "/job:worker/replica:0/task:2"
-    for m0, pod in ((ep1, first[0]), (ep2, second[0])):
+    for m0, pod in ((ep1, first), (ep2, second)):
         at = ctx.at(m0 + 0.35, "tf-unavailable", pod.name)
         # gRPC stamps the error when the channel broke, a few seconds after the host died.
         broke = at - 8 * NS
         created = f"{broke // NS}.{broke % NS:09d}"
-        sc.container_log(
-            chief,
-            m0 + 0.35,
-            f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:793')} Worker {w} failed "
-            "with UnavailableError: Socket closed. Additional GRPC error information from "
-            f"remote target {w} while calling /tensorflow.eager.EagerService/"
+        failed = (
+            f"Worker {w} failed with UnavailableError: Socket closed. Additional GRPC error "
+            f"information from remote target {w} while calling /tensorflow.eager.EagerService/"
             f'RunComponentFunction: :{{"created":"@{created}","description":"Error '
-            f'received from peer ipv4:{pod.ip}:2222","grpc_status":14}}',
-            stderr=True,
-            at_ns=at,
+            f'received from peer ipv4:{pod.ip}:2222","grpc_status":14}}'
         )
-        sc.container_log(
-            chief,
-            m0 + 0.36,
-            f"{glog_prefix('I', at + NS // 50, tid, 'cluster_coordinator.py:812')} Waiting "
-            f"for worker {w} to come back; its closures are rescheduled on the other workers.",
-            stderr=True,
-            at_ns=at + NS // 50,
+        sc.glog_line(chief, m0 + 0.35, at, tid, "cluster_coordinator.py:793", failed, "W")
+        waiting = (
+            f"Waiting for worker {w} to come back; its closures are rescheduled on the other "
+            "workers."
         )
+        sc.glog_line(chief, m0 + 0.36, at + NS // 50, tid, "cluster_coordinator.py:812", waiting)
     for incarnation, r in ((1, r1), (2, r2)):
         pod = sc.kf_pod(spec, "Worker", 2, incarnation)
         at = ctx.at(r + 1.2, "tf-start", pod.name)
         ptid = rand_int(200, 900, "ptid", pod.name, incarnation)
-        for gpu, bus in enumerate(("04", "05", "0a", "0b", "84", "85", "8a", "8b")):
-            t = at + gpu * 3_000_000
-            sc.container_log(
-                pod,
-                r + 1.2,
-                f"{glog_prefix('I', t, ptid, 'gpu_device.cc:2019')} Created device "
-                f"{w}/device:GPU:{gpu} with 78938 MB memory:  -> device: {gpu}, name: NVIDIA "
-                f"H100 80GB HBM3, pci bus id: 0000:{bus}:00.0, compute capability: 9.0",
-                stderr=True,
-                at_ns=t,
+        for gpu, bus in enumerate(A3_GPU_BUS):
+            device = (
+                f"Created device {w}/device:GPU:{gpu} with 78938 MB memory:  -> device: {gpu}, "
+                f"name: NVIDIA H100 80GB HBM3, pci bus id: 0000:{bus}:00.0, compute "
+                "capability: 9.0"
             )
-        t = at + 90_000_000
-        sc.container_log(
-            pod,
-            r + 1.21,
-            f"{glog_prefix('I', t, ptid, 'grpc_server_lib.cc:467')} Started server with "
-            f"target: grpc://{pod.name}.{ctx.namespace}.svc:2222",
-            stderr=True,
-            at_ns=t,
-        )
-        t = at + 4 * NS
-        sc.container_log(
-            chief,
-            r + 1.25,
-            f"{glog_prefix('I', t, tid, 'cluster_coordinator.py:901')} Worker {w} has been "
-            "recovered.",
-            stderr=True,
-            at_ns=t,
-        )
+            sc.glog_line(pod, r + 1.2, at + gpu * 3_000_000, ptid, "gpu_device.cc:2019", device)
+        server = f"Started server with target: grpc://{pod.name}.{ctx.namespace}.svc:2222"
+        sc.glog_line(pod, r + 1.21, at + 90_000_000, ptid, "grpc_server_lib.cc:467", server)
+        recovered = f"Worker {w} has been recovered."
+        sc.glog_line(chief, r + 1.25, at + 4 * NS, tid, "cluster_coordinator.py:901", recovered)
     sc.kubelet_noise()
     return sc
 
 
 def scenario_pytorchjob_nccl_timeout() -> Scenario:
     ctx = Context(
-        project="sable-nlp-lab",
-        location="europe-west4",
-        zone="europe-west4-a",
-        cluster="a100-nlp-euw4",
-        namespace="nlp-train",
-        workload="bert-ddp",
-        issue_time="2026-11-23T07:10:00Z",
+        "sable-nlp-lab",
+        "europe-west4",
+        "europe-west4-a",
+        "a100-nlp-euw4",
+        "nlp-train",
+        "bert-ddp",
+        "2026-11-23T07:10:00Z",
         workload_kind="pytorchjob",
     )
     sc = Scenario(
@@ -329,86 +218,49 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
         ctx,
         expect("application", "inspect_application"),
     )
-    a100 = sc.add_pool(
-        "a100-pool",
-        "a2-highgpu-1g",
-        8,
-        labels=gpu_labels("nvidia-tesla-a100", 1),
-        capacity=gpu_capacity(12, 87553420, 1),
-        taints=GPU_TAINT,
-    )
-    l4 = sc.add_pool(
-        "l4-pool",
-        "g2-standard-12",
-        2,
-        labels=gpu_labels("nvidia-l4", 1),
-        capacity=gpu_capacity(12, 49330012, 1),
-        taints=GPU_TAINT,
-    )
-    gpu_res = {"cpu": "10", "memory": "72Gi", "nvidia.com/gpu": "1"}
-    select = {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"}
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="PyTorchJob",
-        replicas={"Master": 1, "Worker": 7},
-        image="europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/bert-pretrain:2.4.1-cu124",
-        resources={"Master": gpu_res, "Worker": gpu_res},
-        node_selector={"Master": select, "Worker": select},
-        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
-        env=[
-            {"name": "NCCL_DEBUG", "value": "INFO"},
-            {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
-        ],
+    a100 = sc.gpu_pool("a100-pool", "a2-highgpu-1g", 8, "nvidia-tesla-a100", 12, 87553420, 1)
+    l4 = sc.gpu_pool("l4-pool", "g2-standard-12", 2, "nvidia-l4", 12, 49330012, 1)
+    gpu_res = resources("10", "72Gi", 1)
+    spec = kubeflow_job(
+        "PyTorchJob",
+        ctx.workload,
+        "europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/bert-pretrain:2.4.1-cu124",
+        {"Master": (1, gpu_res), "Worker": (7, gpu_res)},
+        gpu_select=accelerator("nvidia-tesla-a100"),
+        env=NCCL_ENV,
         command=["python3", "/workspace/run_pretraining.py", "--config=bert_large_phase2.yaml"],
     )
-    l4_res = {"cpu": "10", "memory": "40Gi", "nvidia.com/gpu": "1"}
-    l4_select = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
-    other = KubeflowSpec(
-        name="roberta-sweep-3",
-        api_kind="PyTorchJob",
-        replicas={"Master": 1, "Worker": 1},
-        image="europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/roberta-eval:1.2.0",
-        resources={"Master": l4_res, "Worker": l4_res},
-        node_selector={"Master": l4_select, "Worker": l4_select},
-        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
+    l4_res = resources("10", "40Gi", 1)
+    other = kubeflow_job(
+        "PyTorchJob",
+        "roberta-sweep-3",
+        "europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/roberta-eval:1.2.0",
+        {"Master": (1, l4_res), "Worker": (1, l4_res)},
+        gpu_select=accelerator("nvidia-l4"),
     )
     placement = {("Master", 0): a100[0]}
     placement.update({("Worker", i): a100[i + 1] for i in range(7)})
 
     restarts = [-41, -21, -1, 19]  # -41 is before the window
     starts = [-300, *restarts]
-    kf_attempts(sc, spec, ctx.namespace, placement, starts, lambda k, end: end - 1, 134)
+    sc.kf_attempts(spec, ctx.namespace, placement, starts, lambda k, end: end - 1, 134)
     sc.operator_counter(ctx.namespace, "pytorch", 6, [r for r in restarts for _ in range(2)])
 
     # The other namespace's job: its Worker is OOM-killed twice.
-    other_ns = "nlp-eval"
-    other_place = {("Master", 0): l4[0], ("Worker", 0): l4[1]}
-    sc.kf_pods(other, other_ns, 0, -200, None, other_place, only=[("Master", 0)])
+    other_ns, worker0 = "nlp-eval", ("Worker", 0)
+    other_place = {("Master", 0): l4[0], worker0: l4[1]}
     other_starts = [-200, 5, 24]
-    for k, start in enumerate(other_starts):
-        end = other_starts[k + 1] if k + 1 < len(other_starts) else None
-        pods = sc.kf_pods(
-            other,
-            other_ns,
-            k,
-            start,
-            end,
-            other_place,
-            only=[("Worker", 0)],
-            failed_at={("Worker", 0): end - 1} if end is not None else None,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is not None:
-            sc.kf_restart(pods, end, 137)
+    sc.kf_replicas(other, other_ns, -200, other_place, skip=[worker0])
+    sc.kf_incarnations(other, other_ns, worker0, other_starts, other_place, exit_code=137)
     sc.operator_counter(other_ns, "pytorch", None, other_starts[1:])
 
     # The Master's log: start-up, steps every 3 minutes until the hang, checkpoints.
     quiet = [(r - 12, r) for r in restarts]
     last_ckpt = 152_000
-    for k, start in enumerate(starts):
+    for k, start, until in spans(starts):
         master = sc.kf_pod(spec, "Master", 0, k)
         run = start + 1
-        end = starts[k + 1] if k + 1 < len(starts) else LAST_MINUTE + 1
+        end = LAST_MINUTE + 1 if until is None else until
         resume = last_ckpt
         if run >= FIRST_MINUTE:
             t = ctx.at(run + 0.2, "pt-start", master.name, k)
@@ -468,8 +320,7 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
             ),
             (t_last + 2_400_000, "Fatal Python error: Aborted"),
         ]
-        for at, text in lines:
-            sc.container_log(master, fail_m, text, stderr=True, at_ns=at)
+        sc.stderr_lines(master, fail_m, lines)
         for i in range(7):
             worker = sc.kf_pod(spec, "Worker", i, k)
             rank = i + 1
