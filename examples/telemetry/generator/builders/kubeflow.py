@@ -113,9 +113,11 @@ class KubeflowJobs:
         placement: dict[tuple[str, int], Node],
         *,
         exit_code: int | None = None,
+        nodes: list[Node] | None = None,
     ) -> list[KfPod]:
         """The pod objects of one replica, one per start: each but the last fails a minute
-        before the next is created (and is restarted by the operator with ``exit_code``)."""
+        before the next is created (and is restarted by the operator with ``exit_code``).
+        ``nodes`` = where each one runs, when not where ``placement`` puts the replica."""
         pods = []
         for k, start, end in spans(starts):
             (pod,) = self.kf_pods(
@@ -124,7 +126,7 @@ class KubeflowJobs:
                 k,
                 start,
                 end,
-                placement,
+                placement if nodes is None else {**placement, key: nodes[k]},
                 only=[key],
                 failed_at={key: end - 1} if end is not None else None,
                 created_m=start - 0.58 if k else None,

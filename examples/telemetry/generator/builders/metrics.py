@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .cluster import FIRST_MINUTE, LAST_MINUTE, AnyPod, KfPod
+from .cluster import FIRST_MINUTE, LAST_MINUTE, AnyPod, KfPod, PlainPod
 from .deterministic import rand_float
 
 if TYPE_CHECKING:
@@ -328,10 +328,11 @@ def add_reason(
 
 def add_pod_info(
     sc: Scenario,
-    pod: AnyPod,
+    pod: AnyPod | PlainPod,
     priority_class: str,
     created_by: tuple[str, str],
 ) -> None:
+    """kube_pod_info of ``pod`` while it exists, with its PriorityClass and owner."""
     node = pod.node
     metric_family(sc, "kube_pod_info", "Information about pod.").append(
         (
@@ -350,7 +351,12 @@ def add_pod_info(
     )
 
 
-def _oom_usage(fail_minutes: list[int], ramp: int = 9) -> Callable[[int], float]:
+def steady(pod: AnyPod, share: float, spread: float) -> Callable[[int], float]:
+    """A working set of about ``share`` of the limit, ``spread`` up or down by minute."""
+    return lambda m: share + rand_float(-spread, spread, "m", pod.name, m)
+
+
+def oom_usage(fail_minutes: list[int], ramp: int = 9) -> Callable[[int], float]:
     """Working set (share of the limit) that climbs to the limit before each OOM kill."""
 
     def usage(m: int) -> float:

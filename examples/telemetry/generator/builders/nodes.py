@@ -124,105 +124,78 @@ def nodes_json(sc: Scenario) -> dict[str, Any]:
     return kube_list(items)
 
 
+#: node-problem-detector's conditions: type -> (reason, message) while False.
+NPD_CONDITIONS = {
+    "FrequentContainerdRestart": (
+        "NoFrequentContainerdRestart",
+        "containerd is functioning properly",
+    ),
+    "KernelDeadlock": ("KernelHasNoDeadlock", "kernel has no deadlock"),
+    "ReadonlyFilesystem": ("FilesystemIsNotReadOnly", "Filesystem is not read-only"),
+    "FrequentKubeletRestart": ("NoFrequentKubeletRestart", "kubelet is functioning properly"),
+    "CorruptDockerOverlay2": ("NoCorruptDockerOverlay2", "docker overlay2 is functioning properly"),
+    "FrequentUnregisterNetDevice": (
+        "NoFrequentUnregisterNetDevice",
+        "node is functioning properly",
+    ),
+}
+#: The kubelet's pressure conditions: type -> (reason, message) while False.
+KUBELET_CONDITIONS = {
+    "MemoryPressure": ("KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    "DiskPressure": ("KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    "PIDPressure": ("KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+}
+
+
+def condition(ctype: str, status: str, reason: str, message: str, hb: str, since: str) -> dict:
+    """One entry of a node's ``status.conditions``."""
+    return {
+        "lastHeartbeatTime": hb,
+        "lastTransitionTime": since,
+        "message": message,
+        "reason": reason,
+        "status": status,
+        "type": ctype,
+    }
+
+
 def node_conditions(node: Node, status: str, hb: int) -> list[dict[str, str]]:
-    since = fmt_ts(node.ready_since_ns, 0)
     booted = fmt_ts(node.boot_ns + 40 * NS, 0)
     hbs = fmt_ts(hb, 0)
-    npd = [
-        (
-            "FrequentContainerdRestart",
-            "NoFrequentContainerdRestart",
-            "containerd is functioning properly",
-        ),
-        ("KernelDeadlock", "KernelHasNoDeadlock", "kernel has no deadlock"),
-        ("ReadonlyFilesystem", "FilesystemIsNotReadOnly", "Filesystem is not read-only"),
-        ("FrequentKubeletRestart", "NoFrequentKubeletRestart", "kubelet is functioning properly"),
-        (
-            "CorruptDockerOverlay2",
-            "NoCorruptDockerOverlay2",
-            "docker overlay2 is functioning properly",
-        ),
-        (
-            "FrequentUnregisterNetDevice",
-            "NoFrequentUnregisterNetDevice",
-            "node is functioning properly",
-        ),
-    ]
     out = [
-        {
-            "lastHeartbeatTime": hbs,
-            "lastTransitionTime": booted,
-            "message": msg,
-            "reason": reason,
-            "status": "False",
-            "type": ctype,
-        }
-        for ctype, reason, msg in npd
+        condition(ctype, "False", reason, message, hbs, booted)
+        for ctype, (reason, message) in NPD_CONDITIONS.items()
     ]
-    out.append(
-        {
-            "lastHeartbeatTime": hbs,
-            "lastTransitionTime": fmt_ts(node.created_ns, 0),
-            "message": "NodeController create implicit route",
-            "reason": "RouteCreated",
-            "status": "False",
-            "type": "NetworkUnavailable",
-        }
-    )
-    for ctype, reason, msg in [
-        ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-        ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-    ]:
-        out.append(
-            {
-                "lastHeartbeatTime": hbs,
-                "lastTransitionTime": booted,
-                "message": msg,
-                "reason": reason,
-                "status": "False",
-                "type": ctype,
-            }
-        )
+    created = fmt_ts(node.created_ns, 0)
+    route = "NodeController create implicit route"
+    out.append(condition("NetworkUnavailable", "False", "RouteCreated", route, hbs, created))
+    out += [
+        condition(ctype, "False", reason, message, hbs, booted)
+        for ctype, (reason, message) in KUBELET_CONDITIONS.items()
+    ]
     if status == "True":
-        out.append(
-            {
-                "lastHeartbeatTime": hbs,
-                "lastTransitionTime": since,
-                "message": "kubelet is posting ready status",
-                "reason": "KubeletReady",
-                "status": "True",
-                "type": "Ready",
-            }
-        )
+        ready = fmt_ts(node.ready_since_ns, 0)
+        posting = "kubelet is posting ready status"
+        out.append(condition("Ready", "True", "KubeletReady", posting, hbs, ready))
     else:
-        out.append(
-            {
-                "lastHeartbeatTime": hbs,
-                "lastTransitionTime": hbs,
-                "message": "Kubelet stopped posting node status.",
-                "reason": "NodeStatusUnknown",
-                "status": status,
-                "type": "Ready",
-            }
-        )
+        stopped = "Kubelet stopped posting node status."
+        out.append(condition("Ready", status, "NodeStatusUnknown", stopped, hbs, hbs))
     return out
 
 
-def pressure_until(
-    node: Node, condition: str, reason: str, message: str, since_ns: int, *, status: str = "False"
-) -> Callable[[dict[str, Any]], None]:
-    """A nodes.json hook: ``condition`` last changed at ``since_ns`` (pressure relieved)."""
+def pressure_until(node: Node, ctype: str, since_ns: int) -> Callable[[dict[str, Any]], None]:
+    """A nodes.json hook: pressure condition ``ctype`` False again since ``since_ns``."""
+    reason, message = KUBELET_CONDITIONS[ctype]
 
     def hook(item: dict[str, Any]) -> None:
         for cond in item["status"]["conditions"]:
-            if cond["type"] == condition:
+            if cond["type"] == ctype:
                 cond.update(
                     {
                         "lastTransitionTime": fmt_ts(since_ns, 0),
                         "message": message,
                         "reason": reason,
-                        "status": status,
+                        "status": "False",
                     }
                 )
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .cluster import LAST_MINUTE, AnyPod, KfPod, Node, PlainPod, Pod, kube_list
 from .deterministic import fmt_ts, rand_hex, rand_int, rand_uuid
-from .metrics import container_of, metric_family
+from .metrics import add_pod_info, container_of
 from .templates import GPU_TOLERATION
 
 if TYPE_CHECKING:
@@ -421,43 +422,28 @@ def priority_hook(priority_class: str, value: int) -> Callable[[dict[str, Any]],
     return hook
 
 
+@dataclass
+class Deployment:
+    """An online service sharing the cluster: its pods' namespace, template and priority."""
+
+    app: str
+    namespace: str
+    image: str
+    resources: dict[str, str]
+    priority_class: str
+    priority: int
+
+
 def deployment_pod(
-    sc: Scenario,
-    name: str,
-    namespace: str,
-    node: Node,
-    start_m: int,
-    end_m: int | None,
-    *,
-    app: str,
-    image: str,
-    resources: dict[str, str],
-    priority_class: str,
-    priority: int,
+    sc: Scenario, app: Deployment, name: str, node: Node, start_m: int, end_m: int | None
 ) -> PlainPod:
-    """A Deployment's pod (an online service sharing the cluster): pods.json while it
-    exists at T+35m, kube_pod_info with its PriorityClass, its Scheduled event."""
+    """A Deployment's pod: pods.json while it exists at T+35m, kube_pod_info with its
+    PriorityClass."""
+    namespace, priority_class = app.namespace, app.priority_class
     ip = f"10.{rand_int(64, 120, 'pods', sc.ctx.cluster)}.{rand_int(2, 250, 'dip', name)}.9"
     pod = PlainPod(name, namespace, node, start_m, end_m, ip)
     replicaset = name.rsplit("-", 1)[0]
-    metric_family(sc, "kube_pod_info", "Information about pod.").append(
-        (
-            {
-                "cluster": sc.ctx.cluster,
-                "namespace": namespace,
-                "pod": name,
-                "uid": pod.uid,
-                "host_ip": node.ip,
-                "pod_ip": ip,
-                "node": node.name,
-                "created_by_kind": "ReplicaSet",
-                "created_by_name": replicaset,
-                "priority_class": priority_class,
-                "host_network": "false",
-            },
-            lambda m, a=start_m, b=end_m: 1 if m >= a and (b is None or m < b) else None,
-        )
-    )
+    add_pod_info(sc, pod, priority_class, ("ReplicaSet", replicaset))
     created = sc.ctx.at(start_m - 0.3, "dcreated", name)
     if end_m is None:
         sc.extra_pod_items.append(
@@ -467,7 +453,7 @@ def deployment_pod(
                 "metadata": {
                     "creationTimestamp": fmt_ts(created, 0),
                     "generateName": f"{replicaset}-",
-                    "labels": {"app": app, "pod-template-hash": replicaset.rsplit("-", 1)[-1]},
+                    "labels": {"app": app.app, "pod-template-hash": replicaset.rsplit("-", 1)[-1]},
                     "name": name,
                     "namespace": namespace,
                     "ownerReferences": [
@@ -486,15 +472,18 @@ def deployment_pod(
                 "spec": {
                     "containers": [
                         {
-                            "image": image,
+                            "image": app.image,
                             "imagePullPolicy": "IfNotPresent",
-                            "name": app,
-                            "resources": {"limits": dict(resources), "requests": dict(resources)},
+                            "name": app.app,
+                            "resources": {
+                                "limits": dict(app.resources),
+                                "requests": dict(app.resources),
+                            },
                         }
                     ],
                     "nodeName": node.name,
                     "preemptionPolicy": "PreemptLowerPriority",
-                    "priority": priority,
+                    "priority": app.priority,
                     "priorityClassName": priority_class,
                     "restartPolicy": "Always",
                     "schedulerName": "default-scheduler",

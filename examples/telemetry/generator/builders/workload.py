@@ -10,8 +10,9 @@ from typing import Any
 from .cluster import GKE_VERSION, LAST_MINUTE, AnyPod, JobSetSpec, Node, PlainPod, Pod
 from .deterministic import fmt_ts, rand_hex, rand_int
 from .entries import AUDIT_ACTIVITY_LOG, make_entry
-from .metrics import add_reason, container_of, memory_limit
-from .pods import pod_item, terminated_status
+from .metrics import add_reason, container_of, memory_limit, since
+from .nodes import pressure_until
+from .pods import failed_status, pod_item, terminated_status, waiting_on_image
 from .scenario import Scenario
 
 KUBELET_AGENT = f"kubelet/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea"
@@ -56,18 +57,7 @@ def pod_event_ex(
     return entry
 
 
-def pod_ref(pod: AnyPod) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "name": pod.name,
-        "namespace": pod.namespace,
-        "resourceVersion": str(rand_int(10**7, 10**8, "ref", pod.uid)),
-        "uid": pod.uid,
-    }
-
-
-def plain_ref(pod: PlainPod) -> dict[str, Any]:
+def pod_ref(pod: AnyPod | PlainPod) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -93,6 +83,21 @@ def jobset_event(
         "uid": sc.jobset_uid(spec.name),
     }
     return sc.object_event(m, at, involved, reason, message, component="jobset", etype=etype)
+
+
+def oom_killed(
+    sc: Scenario, pod: AnyPod, m0: float, started_m: float, *, deleted_m: float | None = None
+) -> None:
+    """The kernel OOM-kills the container of a JobSet pod at T+m0: its lines, the kubelet's
+    OOMKilled status patch, the terminated reason from then on, and (``deleted_m``) the
+    garbage collector deleting the pod with that status."""
+    kernel_oom(sc, pod, m0)
+    audit_oom_patch(sc, pod, m0 + 0.03, started_m=started_m)
+    if deleted_m is not None:
+        status = failed_status(sc, pod, m0, started_m, reason="OOMKilled", code=137)
+        audit_gc_delete(sc, pod, deleted_m, status)
+    reason = "kube_pod_container_status_terminated_reason"
+    add_reason(sc, reason, pod, "OOMKilled", since(math.ceil(m0)), container=container_of(pod))
 
 
 def jobset_restarting(sc: Scenario, spec: JobSetSpec, restart_m: float, attempt: int) -> None:
@@ -255,24 +260,18 @@ def preempted(sc: Scenario, victim: AnyPod, m: float, preemptor: PlainPod) -> di
         "Preempted",
         f"Preempted by pod {preemptor.uid} on node {node.name}",
         component="default-scheduler",
-        related=plain_ref(preemptor),
+        related=pod_ref(preemptor),
         action="Preempting",
     )
-    pod_event_ex(
-        sc,
-        victim,
-        m + 0.01,
-        "Killing",
-        f"Stopping container {container_of(victim)}",
-        component="kubelet",
-    )
+    sc.killing(victim, m + 0.01)
     return entry
 
 
 def evicted(
     sc: Scenario, pod: AnyPod, m: float, resource: str, using_ki: int, request: str, available: str
 ) -> dict[str, Any]:
-    """The kubelet's eviction manager evicts ``pod`` from its node, low on ``resource``."""
+    """The kubelet's eviction manager evicts ``pod`` from its node, low on ``resource``; from
+    then on kube-state-metrics gives the pod the status reason Evicted."""
     threshold = "100Mi" if resource == "memory" else "10Gi"
     container = container_of(pod)
     entry = pod_event_ex(
@@ -291,19 +290,21 @@ def evicted(
             "starved_resource": resource,
         },
     )
-    pod_event_ex(
-        sc, pod, m + 0.01, "Killing", f"Stopping container {container}", component="kubelet"
-    )
+    sc.killing(pod, m + 0.01)
+    add_reason(sc, "kube_pod_status_reason", pod, "Evicted", since(math.ceil(m)))
     return entry
 
 
-def node_pressure_events(sc: Scenario, node: Node, m: float, condition: str, until: float) -> None:
-    """The kubelet's own Events while ``node`` is under pressure, and its condition."""
+def node_pressure_events(
+    sc: Scenario, node: Node, m: float, condition: str, until: float, *, relieved: bool = False
+) -> None:
+    """The kubelet's own Events while ``node`` is under pressure, and its condition; with
+    ``relieved``, nodes.json shows the condition back to False since T+until."""
     resource, bad, good = {
         "MemoryPressure": ("memory", "NodeHasInsufficientMemory", "NodeHasSufficientMemory"),
         "DiskPressure": ("ephemeral-storage", "NodeHasDiskPressure", "NodeHasNoDiskPressure"),
     }[condition]
-    sc.event_node(node, m, bad, f"Node {node.name} status is now: {bad}", component="kubelet")
+    sc.node_status(node, m, bad, component="kubelet")
     sc.event_node(
         node,
         m + 0.05,
@@ -312,10 +313,14 @@ def node_pressure_events(sc: Scenario, node: Node, m: float, condition: str, unt
         component="kubelet",
         etype="Warning",
     )
-    sc.event_node(node, until, good, f"Node {node.name} status is now: {good}", component="kubelet")
+    sc.node_status(node, until, good, component="kubelet")
     minutes = sc.node_pressure.setdefault(node.name, {})
     for minute in range(math.ceil(m), math.ceil(until)):
         minutes[minute] = condition
+    if relieved:
+        sc.node_hooks[node.name] = pressure_until(
+            node, condition, sc.ctx.at(until, "relief", node.name)
+        )
 
 
 def image_pull_events(
@@ -330,59 +335,36 @@ def image_pull_events(
         at = m + delay
         if at >= until or at > LAST_MINUTE:
             break
-        pod_event_ex(
-            sc,
-            pod,
-            at,
-            "Pulling",
-            f'Pulling image "{image}"',
-            component="kubelet",
-            count=count,
-            first_m=m,
-        )
-        pod_event_ex(
-            sc,
-            pod,
-            at + 0.02,
-            "Failed",
-            f'Failed to pull image "{image}": {error}',
-            component="kubelet",
-            etype="Warning",
-            count=count,
-            first_m=m + 0.02,
-        )
-        pod_event_ex(
-            sc,
-            pod,
-            at + 0.021,
-            "Failed",
-            "Error: ErrImagePull",
-            component="kubelet",
-            etype="Warning",
-            count=count,
-            first_m=m + 0.021,
-        )
-        pod_event_ex(
-            sc,
-            pod,
-            at + 0.05,
-            "BackOff",
-            f'Back-off pulling image "{image}"',
-            component="kubelet",
-            count=count,
-            first_m=m + 0.05,
-        )
-        pod_event_ex(
-            sc,
-            pod,
-            at + 0.051,
-            "Failed",
-            "Error: ImagePullBackOff",
-            component="kubelet",
-            etype="Warning",
-            count=count,
-            first_m=m + 0.051,
-        )
+        for offset, reason, message, etype in (
+            (0.0, "Pulling", f'Pulling image "{image}"', "Normal"),
+            (0.02, "Failed", f'Failed to pull image "{image}": {error}', "Warning"),
+            (0.021, "Failed", "Error: ErrImagePull", "Warning"),
+            (0.05, "BackOff", f'Back-off pulling image "{image}"', "Normal"),
+            (0.051, "Failed", "Error: ImagePullBackOff", "Warning"),
+        ):
+            sc.event_pod(
+                pod,
+                at + offset,
+                reason,
+                message,
+                component="kubelet",
+                etype=etype,
+                count=count,
+                first_m=m + offset,
+            )
+
+
+def image_pull_fails(
+    sc: Scenario, pod: AnyPod, m: float, events_m: float, until: int | None, image: str, error: str
+) -> None:
+    """``pod`` waits on an image it cannot pull, from T+m (its kubelet's Events from
+    T+events_m) until T+until, or through the snapshot (None), which then shows it waiting."""
+    end = LAST_MINUTE + 1 if until is None else until
+    image_pull_events(sc, pod, events_m, end, image, error)
+    image_waiting_series(sc, pod, m, end)
+    if until is None:
+        back_off = f'Back-off pulling image "{image}"'
+        sc.pod_hooks[pod.uid] = waiting_on_image(sc, pod, "ImagePullBackOff", back_off)
 
 
 def image_waiting_series(sc: Scenario, pod: AnyPod, m: float, until: float) -> None:

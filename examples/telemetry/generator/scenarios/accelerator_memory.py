@@ -24,13 +24,13 @@ from ..builders.workload import jobset_event
 
 def scenario_gpu_cuda_oom() -> Scenario:
     ctx = Context(
-        project="aster-llm",
-        location="us-west4",
-        zone="us-west4-a",
-        cluster="a3-llm-usw4",
-        namespace="finetune",
-        workload="llama3-70b-lora",
-        issue_time="2026-05-28T22:10:00Z",
+        "aster-llm",
+        "us-west4",
+        "us-west4-a",
+        "a3-llm-usw4",
+        "finetune",
+        "llama3-70b-lora",
+        "2026-05-28T22:10:00Z",
         workload_kind="pytorchjob",
     )
     sc = Scenario(
@@ -190,13 +190,13 @@ def scenario_gpu_cuda_oom() -> Scenario:
 
 def scenario_tpu_hbm_oom() -> Scenario:
     ctx = Context(
-        project="atlas-tpu-research",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="v5p-train-use5",
-        namespace="llm",
-        workload="gemma2-27b-pretrain",
-        issue_time="2026-09-09T08:45:00Z",
+        "atlas-tpu-research",
+        "us-east5",
+        "us-east5-a",
+        "v5p-train-use5",
+        "llm",
+        "gemma2-27b-pretrain",
+        "2026-09-09T08:45:00Z",
     )
     sc = Scenario(
         "tpu-hbm-out-of-memory",

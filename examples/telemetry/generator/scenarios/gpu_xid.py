@@ -25,13 +25,13 @@ from ..builders.workload import jobset_event
 
 def scenario_gpu_xid_application() -> Scenario:
     ctx = Context(
-        project="corvid-ml-research",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="a3-kernels-use5",
-        namespace="moe",
-        workload="moe-16b-fp8",
-        issue_time="2026-03-24T19:40:00Z",
+        "corvid-ml-research",
+        "us-east5",
+        "us-east5-a",
+        "a3-kernels-use5",
+        "moe",
+        "moe-16b-fp8",
+        "2026-03-24T19:40:00Z",
     )
     sc = Scenario(
         "gpu-xid-application-every-rank",
@@ -125,13 +125,13 @@ XID48_HOST = "d41c7e9a2b6f08e35a1c9d7f4e2b6a80"
 
 def scenario_gpu_xid_hardware_twice() -> Scenario:
     ctx = Context(
-        project="halcyon-genai",
-        location="us-central1",
-        zone="us-central1-a",
-        cluster="a3-prod-usc1",
-        namespace="training",
-        workload="llama3-70b-cpt",
-        issue_time="2026-07-08T11:25:00Z",
+        "halcyon-genai",
+        "us-central1",
+        "us-central1-a",
+        "a3-prod-usc1",
+        "training",
+        "llama3-70b-cpt",
+        "2026-07-08T11:25:00Z",
     )
     sc = Scenario(
         "gpu-xid-hardware-twice",
@@ -204,13 +204,13 @@ def scenario_gpu_xid_hardware_twice() -> Scenario:
 
 def scenario_gpu_xid_hardware_once() -> Scenario:
     ctx = Context(
-        project="tidewater-ai",
-        location="europe-west4",
-        zone="europe-west4-b",
-        cluster="a3-vision-euw4",
-        namespace="vision",
-        workload="vit-22b-pretrain",
-        issue_time="2026-10-27T15:50:00Z",
+        "tidewater-ai",
+        "europe-west4",
+        "europe-west4-b",
+        "a3-vision-euw4",
+        "vision",
+        "vit-22b-pretrain",
+        "2026-10-27T15:50:00Z",
     )
     sc = Scenario(
         "gpu-xid-hardware-once",
@@ -261,13 +261,13 @@ def scenario_gpu_xid_hardware_once() -> Scenario:
 
 def scenario_gpu_xid79_stays_ready() -> Scenario:
     ctx = Context(
-        project="lyra-foundation",
-        location="us-east4",
-        zone="us-east4-b",
-        cluster="a3-sft-use4",
-        namespace="sft",
-        workload="qwen2-72b-sft",
-        issue_time="2026-12-15T06:35:00Z",
+        "lyra-foundation",
+        "us-east4",
+        "us-east4-b",
+        "a3-sft-use4",
+        "sft",
+        "qwen2-72b-sft",
+        "2026-12-15T06:35:00Z",
     )
     sc = Scenario(
         "gpu-xid79-node-stays-ready",

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
-from ..builders.deterministic import glog_prefix, py_stamp, rand_int
-from ..builders.pods import waiting_on_image
+from ..builders.cluster import FIRST_MINUTE, Context, spans
+from ..builders.deterministic import py_stamp, rand_int
+from ..builders.gpu import a3_pool
 from ..builders.scenario import Scenario
-from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
-from ..builders.workload import image_pull_events, image_waiting_series, jobset_event
+from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
+from ..builders.workload import image_pull_fails, jobset_restarting
 
 
 def scenario_jobset_image_pull() -> Scenario:
     ctx = Context(
-        project="saffron-genai",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="h100-dev-use5",
-        namespace="team-agents",
-        workload="qwen-rlhf",
-        issue_time="2026-03-02T12:45:00Z",
+        "saffron-genai",
+        "us-east5",
+        "us-east5-a",
+        "h100-dev-use5",
+        "team-agents",
+        "qwen-rlhf",
+        "2026-03-02T12:45:00Z",
     )
     image = "us-east5-docker.pkg.dev/saffron-genai/train/rlhf-runner:2026.02.26-rc4"
     error = (
@@ -38,31 +38,13 @@ def scenario_jobset_image_pull() -> Scenario:
         ctx,
         expect("image_pull", "fix_image"),
     )
-    nodes = sc.add_pool(
-        "h100-pool",
-        "a3-highgpu-8g",
-        4,
-        suffixes=["c8j2", "g4w7", "n6r1", "t2x9"],
-        labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="trainer",
-        image=image,
-        resources={"cpu": "96", "memory": "800Gi", "nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-        tolerations=GPU_TOLERATION,
-    )
+    suffixes = ["c8j2", "g4w7", "n6r1", "t2x9"]
+    nodes = a3_pool(sc, 4, "h100-pool", hosts=False, suffixes=suffixes)
+    h100 = "nvidia-h100-80gb"
+    spec = gpu_jobset(ctx.workload, "trainer", image, h100, cpu="96", memory="800Gi")
     restarts = [-36, -20, -4, 12, 28]
     sc.add_jobset(spec, 6, restarts)
-    starts = [-52, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
+    for k, start, end in spans([-52, *restarts]):
         pods = sc.attempt(
             spec,
             5 + k,
@@ -74,21 +56,8 @@ def scenario_jobset_image_pull() -> Scenario:
         )
         pod = pods[3]
         if start >= FIRST_MINUTE:
-            sc.event_pod(
-                pod,
-                start - 0.85,
-                "Scheduled",
-                f"Successfully assigned {pod.namespace}/{pod.name} to {nodes[3].name}",
-                component="default-scheduler",
-            )
-        image_pull_events(
-            sc, pod, start - 0.8, end if end is not None else LAST_MINUTE + 1, image, error
-        )
-        image_waiting_series(sc, pod, start, end if end is not None else LAST_MINUTE + 1)
-        if end is None:
-            sc.pod_hooks[pod.uid] = waiting_on_image(
-                sc, pod, "ImagePullBackOff", f'Back-off pulling image "{image}"'
-            )
+            sc.scheduled(pod, start - 0.85)
+        image_pull_fails(sc, pod, start, start - 0.8, end, image, error)
         coord = pods[0]
         if end is not None and end >= FIRST_MINUTE:
             at = sc.ctx.at(end - 1.2, "rdzv", coord.name)
@@ -102,20 +71,20 @@ def scenario_jobset_image_pull() -> Scenario:
                 stderr=True,
                 at_ns=at,
             )
-            jobset_event(sc, spec, end - 0.55, "Restarting", f"restarting jobset, attempt {6 + k}")
+            jobset_restarting(sc, spec, end, 6 + k)
     sc.kubelet_noise()
     return sc
 
 
 def scenario_tfjob_image_pull() -> Scenario:
     ctx = Context(
-        project="fjord-speech",
-        location="europe-west4",
-        zone="europe-west4-b",
-        cluster="speech-train-euw4",
-        namespace="asr",
-        workload="conformer-ps",
-        issue_time="2026-11-02T09:30:00Z",
+        "fjord-speech",
+        "europe-west4",
+        "europe-west4-b",
+        "speech-train-euw4",
+        "asr",
+        "conformer-ps",
+        "2026-11-02T09:30:00Z",
         workload_kind="tfjob",
     )
     image = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
@@ -140,28 +109,14 @@ def scenario_tfjob_image_pull() -> Scenario:
         expect("image_pull", "fix_image"),
     )
     cpus = sc.add_pool("cpu-pool", "n2-standard-16", 1, capacity={"cpu": "16"})
-    gpus = sc.add_pool(
-        "l4-pool-v2",
-        "g2-standard-24",
-        4,
-        labels=gpu_labels("nvidia-l4", 2),
-        capacity=gpu_capacity(24, 98903572, 2),
-        taints=GPU_TAINT,
-    )
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="TFJob",
-        replicas={"Chief": 1, "Worker": 4},
-        image=image,
-        resources={
-            "Chief": {"cpu": "8", "memory": "24Gi"},
-            "Worker": {"cpu": "20", "memory": "80Gi", "nvidia.com/gpu": "2"},
-        },
-        node_selector={
-            "Chief": {"cloud.google.com/gke-nodepool": "cpu-pool"},
-            "Worker": {"cloud.google.com/gke-nodepool": "l4-pool-v2"},
-        },
-        tolerations={"Worker": GPU_TOLERATION},
+    gpus = sc.gpu_pool("l4-pool-v2", "g2-standard-24", 4, "nvidia-l4", 24, 98903572, 2)
+    spec = kubeflow_job(
+        "TFJob",
+        ctx.workload,
+        image,
+        {"Chief": (1, resources("8", "24Gi")), "Worker": (4, resources("20", "80Gi", 2))},
+        select=nodepool("cpu-pool"),
+        gpu_select=nodepool("l4-pool-v2"),
         command=["timeout", "--preserve-status", "900", "python3", "-m", "conformer.train"],
     )
     placement = {("Chief", 0): cpus[0]}
@@ -177,39 +132,15 @@ def scenario_tfjob_image_pull() -> Scenario:
         run_delay=10_000,
     )
     for i, pod in enumerate(workers):
-        image_pull_events(sc, pod, -59.7 + 0.07 * i, LAST_MINUTE + 1, image, error)
-        image_waiting_series(sc, pod, -60, LAST_MINUTE + 1)
-        sc.pod_hooks[pod.uid] = waiting_on_image(
-            sc, pod, "ImagePullBackOff", f'Back-off pulling image "{image}"'
-        )
+        image_pull_fails(sc, pod, -60, -59.7 + 0.07 * i, None, image, error)
     restarts = [-43, -27, -11, 5, 21]
-    starts = [-59, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        (chief,) = sc.kf_pods(
-            spec,
-            ctx.namespace,
-            k,
-            start,
-            end,
-            placement,
-            only=[("Chief", 0)],
-            failed_at={("Chief", 0): end - 1} if end is not None else None,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is None:
-            continue
+    chiefs = sc.kf_incarnations(spec, ctx.namespace, ("Chief", 0), [-59, *restarts], placement)
+    waiting = "Still waiting for 4 workers (/job:worker/replica:0/task:0..3) to become available."
+    for k, (chief, end) in enumerate(zip(chiefs, restarts, strict=False)):
         at = ctx.at(end - 1.3, "chief-wait", k)
         tid = rand_int(100, 999, "ctid", k)
         if end >= FIRST_MINUTE:
-            sc.container_log(
-                chief,
-                end - 1.3,
-                f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:1042')} Still waiting "
-                "for 4 workers (/job:worker/replica:0/task:0..3) to become available.",
-                stderr=True,
-                at_ns=at,
-            )
+            sc.glog_line(chief, end - 1.3, at, tid, "cluster_coordinator.py:1042", waiting, "W")
             sc.kf_restart([chief], end, 143)
     sc.operator_counter(ctx.namespace, "tensorflow", 2, [r for r in restarts if r >= FIRST_MINUTE])
     sc.kubelet_noise()

@@ -4,32 +4,31 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import (
-    FIRST_MINUTE,
-    LAST_MINUTE,
-    Context,
-    JobSetSpec,
-    KfPod,
-    KubeflowSpec,
-    Pod,
-)
-from ..builders.deterministic import glog_prefix, rand_float, rand_int
-from ..builders.metrics import _oom_usage, add_memory, add_reason, since
-from ..builders.pods import failed_status
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KfPod, Pod
+from ..builders.deterministic import rand_float
+from ..builders.gpu import a3_pool
+from ..builders.metrics import add_memory, add_reason, oom_usage, since, steady
 from ..builders.scenario import Scenario
-from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
-from ..builders.workload import audit_gc_delete, audit_oom_patch, jobset_event, kernel_oom
+from ..builders.templates import (
+    accelerator,
+    expect,
+    gpu_jobset,
+    kubeflow_job,
+    nodepool,
+    resources,
+)
+from ..builders.workload import jobset_restarting, kernel_oom, oom_killed
 
 
 def scenario_jobset_oom() -> Scenario:
     ctx = Context(
-        project="helios-ml-prod",
-        location="us-central1",
-        zone="us-central1-b",
-        cluster="a3-train-usc1",
-        namespace="llm",
-        workload="mistral-7b-sft",
-        issue_time="2026-08-12T10:30:00Z",
+        "helios-ml-prod",
+        "us-central1",
+        "us-central1-b",
+        "a3-train-usc1",
+        "llm",
+        "mistral-7b-sft",
+        "2026-08-12T10:30:00Z",
     )
     sc = Scenario(
         "jobset-oom-killed",
@@ -45,59 +44,27 @@ def scenario_jobset_oom() -> Scenario:
         ctx,
         expect("out_of_memory", "fix_memory"),
     )
-    nodes = sc.add_pool(
-        "a3-pool",
-        "a3-highgpu-8g",
-        4,
-        labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="trainer",
-        image="us-central1-docker.pkg.dev/helios-ml-prod/llm/sft-trainer:2026.08.05",
-        resources={"cpu": "96", "memory": "160Gi", "nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-        tolerations=GPU_TOLERATION,
-    )
+    nodes = a3_pool(sc, 4, hosts=False)
+    image = "us-central1-docker.pkg.dev/helios-ml-prod/llm/sft-trainer:2026.08.05"
+    h100 = "nvidia-h100-80gb"
+    spec = gpu_jobset(ctx.workload, "trainer", image, h100, cpu="96", memory="160Gi")
     fails = [-21.6, -2.6, 17.4]
     restarts = [math.ceil(f) + 1 for f in fails]
     sc.add_jobset(spec, 3, restarts)
     starts = [-400, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {2: math.ceil(fails[k])} if end is not None else None
-        sc.attempt(spec, 3 + k, start, end, nodes, failed_at=failed)
+    sc.attempts(spec, 3, starts, nodes, lambda k, end: {2: math.ceil(fails[k])})
     for k, m0 in enumerate(fails):
         pod = sc.pod(spec, 3 + k, 2)
-        kernel_oom(sc, pod, m0)
-        audit_oom_patch(sc, pod, m0 + 0.03, started_m=starts[k] + 0.7)
-        jobset_event(
-            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {4 + k}"
-        )
-        status = failed_status(sc, pod, m0, starts[k] + 0.7, reason="OOMKilled", code=137)
-        audit_gc_delete(sc, pod, restarts[k] - 0.5, status)
-        add_reason(
-            sc,
-            "kube_pod_container_status_terminated_reason",
-            pod,
-            "OOMKilled",
-            since(math.ceil(m0)),
-            container="trainer",
-        )
-    usage = _oom_usage([math.ceil(f) - 1 for f in fails])
+        oom_killed(sc, pod, m0, starts[k] + 0.7, deleted_m=restarts[k] - 0.5)
+        jobset_restarting(sc, spec, restarts[k], 4 + k)
+    usage = oom_usage([math.ceil(f) - 1 for f in fails])
     for pod in sc.pods:
         if (pod.end_m or LAST_MINUTE) >= FIRST_MINUTE and (
             pod.end_m is None or pod.end_m > FIRST_MINUTE
         ):
-            if isinstance(pod, Pod) and pod.p == 2:
-                add_memory(sc, pod, usage)
-            else:
-                add_memory(sc, pod, lambda m, p=pod: 0.55 + rand_float(-0.03, 0.03, "m", p.name, m))
+            add_memory(
+                sc, pod, usage if isinstance(pod, Pod) and pod.p == 2 else steady(pod, 0.55, 0.03)
+            )
     sc.training_noise(spec, "hf")
     sc.kubelet_noise()
     return sc
@@ -105,13 +72,13 @@ def scenario_jobset_oom() -> Scenario:
 
 def scenario_tfjob_oom() -> Scenario:
     ctx = Context(
-        project="corvid-recsys",
-        location="europe-west1",
-        zone="europe-west1-c",
-        cluster="recsys-gpu-euw1",
-        namespace="ranking",
-        workload="dlrm-ps",
-        issue_time="2026-09-03T18:20:00Z",
+        "corvid-recsys",
+        "europe-west1",
+        "europe-west1-c",
+        "recsys-gpu-euw1",
+        "ranking",
+        "dlrm-ps",
+        "2026-09-03T18:20:00Z",
         workload_kind="tfjob",
     )
     sc = Scenario(
@@ -130,28 +97,18 @@ def scenario_tfjob_oom() -> Scenario:
     cpus = sc.add_pool(
         "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
     )
-    gpus = sc.add_pool(
-        "l4-pool",
-        "g2-standard-48",
-        4,
-        labels=gpu_labels("nvidia-l4", 4),
-        capacity=gpu_capacity(48, 197972452, 4),
-        taints=GPU_TAINT,
-    )
-    cpu_select = {"cloud.google.com/gke-nodepool": "cpu-pool"}
-    gpu_select = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="TFJob",
-        replicas={"Chief": 1, "PS": 2, "Worker": 4},
-        image="europe-west1-docker.pkg.dev/corvid-recsys/ranking/dlrm-tf:2.17.1",
-        resources={
-            "Chief": {"cpu": "8", "memory": "32Gi"},
-            "PS": {"cpu": "24", "memory": "96Gi"},
-            "Worker": {"cpu": "40", "memory": "160Gi", "nvidia.com/gpu": "4"},
+    gpus = sc.gpu_pool("l4-pool", "g2-standard-48", 4, "nvidia-l4", 48, 197972452, 4)
+    spec = kubeflow_job(
+        "TFJob",
+        ctx.workload,
+        "europe-west1-docker.pkg.dev/corvid-recsys/ranking/dlrm-tf:2.17.1",
+        {
+            "Chief": (1, resources("8", "32Gi")),
+            "PS": (2, resources("24", "96Gi")),
+            "Worker": (4, resources("40", "160Gi", 4)),
         },
-        node_selector={"Chief": cpu_select, "PS": cpu_select, "Worker": gpu_select},
-        tolerations={"Worker": GPU_TOLERATION},
+        select=nodepool("cpu-pool"),
+        gpu_select=accelerator("nvidia-l4"),
         command=["python3", "-m", "dlrm.train", "--strategy=parameter_server"],
     )
     placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1], ("PS", 1): cpus[2]}
@@ -159,66 +116,34 @@ def scenario_tfjob_oom() -> Scenario:
     ps1 = ("PS", 1)
     fails = [-17.4, 6.6]
     restarts = [math.ceil(f) + 1 for f in fails]
-    for rtype, count in spec.replicas.items():
-        for i in range(count):
-            if (rtype, i) != ps1:
-                sc.kf_pods(spec, ctx.namespace, 0, -500, None, placement, only=[(rtype, i)])
-    starts = [-500, *restarts]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        (pod,) = sc.kf_pods(
-            spec,
-            ctx.namespace,
-            k,
-            start,
-            end,
-            placement,
-            only=[ps1],
-            failed_at={ps1: end - 1} if end is not None else None,
-            created_m=start - 0.58 if k else None,
-        )
-        if end is not None:
-            kernel_oom(sc, pod, fails[k], qos="guaranteed")
-            add_reason(
-                sc,
-                "kube_pod_container_status_terminated_reason",
-                pod,
-                "OOMKilled",
-                lambda m, f=end - 1: m >= f,
-                container="tensorflow",
-            )
-            sc.kf_restart([pod], end, 137)
+    sc.kf_replicas(spec, ctx.namespace, -500, placement, skip=[ps1])
+    killed = sc.kf_incarnations(spec, ctx.namespace, ps1, [-500, *restarts], placement)
+    for pod, m0, end in zip(killed, fails, restarts, strict=False):
+        kernel_oom(sc, pod, m0, qos="guaranteed")
+        reason = "kube_pod_container_status_terminated_reason"
+        add_reason(sc, reason, pod, "OOMKilled", since(end - 1), container="tensorflow")
+        sc.kf_restart([pod], end, 137)
     sc.operator_counter(ctx.namespace, "tensorflow", None, restarts)
-    usage = _oom_usage([r - 2 for r in restarts], ramp=12)
+    usage = oom_usage([r - 2 for r in restarts], ramp=12)
     for pod in sc.pods:
-        if isinstance(pod, KfPod) and (pod.rtype, pod.index) == ps1:
-            add_memory(sc, pod, usage)
-        elif isinstance(pod, KfPod):
-            add_memory(sc, pod, lambda m, p=pod: 0.48 + rand_float(-0.04, 0.04, "m", p.name, m))
-    chief = sc.kf_pod(spec, "Chief", 0, 0)
-    tid = rand_int(130_000, 140_000, "tid", chief.name)
+        if isinstance(pod, KfPod):
+            add_memory(sc, pod, usage if (pod.rtype, pod.index) == ps1 else steady(pod, 0.48, 0.04))
+    chief, tid = sc.kf_chief(spec)
     for m in range(FIRST_MINUTE + 1, LAST_MINUTE + 1, 3):
         at = ctx.at(m + 0.4, "tf-step", m)
         step = 812_000 + (m - FIRST_MINUTE) * 140
-        sc.container_log(
-            chief,
-            m + 0.4,
-            f"{glog_prefix('I', at, tid, 'controller.py:495')} train | step: {step:>7d} | "
-            f"training metrics: {{'loss': {0.44 + rand_float(-0.01, 0.01, 'l', m):.4f}, "
-            f"'auc': {rand_float(0.801, 0.806, 'auc', m):.4f}}}",
-            stderr=True,
-            at_ns=at,
+        text = (
+            f"train | step: {step:>7d} | training metrics: {{'loss': "
+            f"{0.44 + rand_float(-0.01, 0.01, 'l', m):.4f}, 'auc': "
+            f"{rand_float(0.801, 0.806, 'auc', m):.4f}}}"
         )
+        sc.glog_line(chief, m + 0.4, at, tid, "controller.py:495", text)
+    lost = (
+        "PS /job:ps/replica:0/task:1 failed with UnavailableError: Socket closed; the "
+        "coordinator waits for it to come back."
+    )
     for m0 in fails:
         at = ctx.at(m0 + 0.2, "tf-ps-lost", m0)
-        sc.container_log(
-            chief,
-            m0 + 0.2,
-            f"{glog_prefix('W', at, tid, 'cluster_coordinator.py:793')} PS "
-            "/job:ps/replica:0/task:1 failed with UnavailableError: Socket closed; "
-            "the coordinator waits for it to come back.",
-            stderr=True,
-            at_ns=at,
-        )
+        sc.glog_line(chief, m0 + 0.2, at, tid, "cluster_coordinator.py:793", lost, "W")
     sc.kubelet_noise()
     return sc

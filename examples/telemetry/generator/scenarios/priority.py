@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KfPod, KubeflowSpec
-from ..builders.deterministic import K8S_ALPHABET, glog_prefix, rand_float, rand_int, rand_str
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KfPod
+from ..builders.deterministic import K8S_ALPHABET, rand_float, rand_str
 from ..builders.metrics import add_pod_info
-from ..builders.pods import deployment_pod, priority_hook
+from ..builders.pods import Deployment, deployment_pod, priority_hook
 from ..builders.scenario import Scenario
-from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
-from ..builders.workload import jobset_event, preempted
+from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
+from ..builders.workload import jobset_restarting, preempted
 
 
 def scenario_jobset_priority_preemption() -> Scenario:
     ctx = Context(
-        project="orbit-ai-shared",
-        location="us-east4",
-        zone="us-east4-c",
-        cluster="shared-gpu-use4",
-        namespace="research",
-        workload="vit-pretrain",
-        issue_time="2026-04-21T15:05:00Z",
+        "orbit-ai-shared",
+        "us-east4",
+        "us-east4-c",
+        "shared-gpu-use4",
+        "research",
+        "vit-pretrain",
+        "2026-04-21T15:05:00Z",
     )
     sc = Scenario(
         "jobset-preempted-by-priority",
@@ -36,27 +36,12 @@ def scenario_jobset_priority_preemption() -> Scenario:
         ctx,
         expect("priority_preemption", "protect_priority"),
     )
-    nodes = sc.add_pool(
-        "a2-pool",
-        "a2-highgpu-8g",
-        4,
-        suffixes=["b2n7", "f6q1", "m9x3", "k4d8"],
-        labels=gpu_labels("nvidia-tesla-a100"),
-        capacity=gpu_capacity(96, 696267776),
-        taints=GPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="trainer",
-        image="us-east4-docker.pkg.dev/orbit-ai-shared/vision/vit-train:4.2.0",
-        resources={"cpu": "80", "memory": "600Gi", "nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100"},
-        tolerations=GPU_TOLERATION,
-        priority_class="offline-low",
-    )
+    a100 = ("nvidia-tesla-a100", 96, 696267776)
+    suffixes = ["b2n7", "f6q1", "m9x3", "k4d8"]
+    nodes = sc.gpu_pool("a2-pool", "a2-highgpu-8g", 4, *a100, suffixes=suffixes)
+    image = "us-east4-docker.pkg.dev/orbit-ai-shared/vision/vit-train:4.2.0"
+    low = {"cpu": "80", "memory": "600Gi", "priority_class": "offline-low"}
+    spec = gpu_jobset(ctx.workload, "trainer", image, a100[0], **low)
     hits = [-12.3, 19.2]
     restarts = [math.ceil(h) + 1 for h in hits]
     sc.add_jobset(spec, 2, restarts)
@@ -87,57 +72,23 @@ def scenario_jobset_priority_preemption() -> Scenario:
         unsched={3: (restarts[1], LAST_MINUTE + 1)},
         sched_message=msg,
     )
-    ranker = "us-east4-docker.pkg.dev/orbit-ai-shared/serving/ranker:8.14.2"
-    first_pod = deployment_pod(
-        sc,
-        "ranker-gpu-7c9d6f5b8-xq2lp",
+    ranker = Deployment(
+        "ranker",
         "serving",
-        nodes[3],
-        math.ceil(hits[0]),
-        2,
-        app="ranker",
-        image=ranker,
-        resources={"cpu": "40", "memory": "300Gi", "nvidia.com/gpu": "8"},
-        priority_class="online-critical",
-        priority=100000,
+        "us-east4-docker.pkg.dev/orbit-ai-shared/serving/ranker:8.14.2",
+        resources("40", "300Gi", 8),
+        "online-critical",
+        100000,
     )
-    second_pod = deployment_pod(
-        sc,
-        "ranker-gpu-7c9d6f5b8-r8vtn",
-        "serving",
-        nodes[3],
-        math.ceil(hits[1]),
-        None,
-        app="ranker",
-        image=ranker,
-        resources={"cpu": "40", "memory": "300Gi", "nvidia.com/gpu": "8"},
-        priority_class="online-critical",
-        priority=100000,
-    )
-    preempted(sc, sc.pod(spec, 2, 3), hits[0], first_pod)
-    preempted(sc, sc.pod(spec, 3, 3), hits[1], second_pod)
-    for k, r in enumerate(restarts):
-        jobset_event(sc, spec, r - 0.55, "Restarting", f"restarting jobset, attempt {3 + k}")
-    for pod, first in ((second[3], restarts[0]), (third[3], restarts[1])):
-        for count, m in enumerate((first + 0.1, first + 1.1, first + 3.2, first + 8.3), 1):
-            if m < (2 if pod is second[3] else LAST_MINUTE):
-                sc.event_pod(
-                    pod,
-                    m,
-                    "FailedScheduling",
-                    msg,
-                    component="default-scheduler",
-                    etype="Warning",
-                    count=count,
-                    first_m=first + 0.1,
-                )
-    sc.event_pod(
-        second[3],
-        2.4,
-        "Scheduled",
-        f"Successfully assigned research/{second[3].name} to {nodes[3].name}",
-        component="default-scheduler",
-    )
+    pods = ("ranker-gpu-7c9d6f5b8-xq2lp", 2), ("ranker-gpu-7c9d6f5b8-r8vtn", None)
+    for k, (hit, (name, end)) in enumerate(zip(hits, pods, strict=True)):
+        preemptor = deployment_pod(sc, ranker, name, nodes[3], math.ceil(hit), end)
+        preempted(sc, sc.pod(spec, 2 + k, 3), hit, preemptor)
+        jobset_restarting(sc, spec, restarts[k], 3 + k)
+    for pod, first, until in ((second[3], restarts[0], 2), (third[3], restarts[1], LAST_MINUTE)):
+        times = [first + 0.1, first + 1.1, first + 3.2, first + 8.3]
+        sc.unschedulable(pod, times, msg, until=until)
+    sc.scheduled(second[3], 2.4)
     for pod in sc.pods:
         add_pod_info(sc, pod, "offline-low", ("Job", spec.job_name(0)))
     sc.training_noise(spec, "hf")
@@ -147,13 +98,13 @@ def scenario_jobset_priority_preemption() -> Scenario:
 
 def scenario_tfjob_priority_preemption() -> Scenario:
     ctx = Context(
-        project="nimbus-adtech",
-        location="asia-northeast1",
-        zone="asia-northeast1-a",
-        cluster="mixed-prod-ane1",
-        namespace="kubeflow",
-        workload="ctr-wide-deep",
-        issue_time="2026-12-08T02:15:00Z",
+        "nimbus-adtech",
+        "asia-northeast1",
+        "asia-northeast1-a",
+        "mixed-prod-ane1",
+        "kubeflow",
+        "ctr-wide-deep",
+        "2026-12-08T02:15:00Z",
         workload_kind="tfjob",
     )
     sc = Scenario(
@@ -170,19 +121,16 @@ def scenario_tfjob_priority_preemption() -> Scenario:
     cpus = sc.add_pool(
         "shared-pool", "n2-standard-64", 5, capacity={"cpu": "64", "memory": "263965424Ki"}
     )
-    select = {"cloud.google.com/gke-nodepool": "shared-pool"}
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="TFJob",
-        replicas={"Chief": 1, "PS": 1, "Worker": 3},
-        image="asia-northeast1-docker.pkg.dev/nimbus-adtech/ml/wide-deep:2.16.2",
-        resources={
-            "Chief": {"cpu": "8", "memory": "32Gi"},
-            "PS": {"cpu": "16", "memory": "64Gi"},
-            "Worker": {"cpu": "48", "memory": "96Gi"},
+    spec = kubeflow_job(
+        "TFJob",
+        ctx.workload,
+        "asia-northeast1-docker.pkg.dev/nimbus-adtech/ml/wide-deep:2.16.2",
+        {
+            "Chief": (1, resources("8", "32Gi")),
+            "PS": (1, resources("16", "64Gi")),
+            "Worker": (3, resources("48", "96Gi")),
         },
-        node_selector={"Chief": select, "PS": select, "Worker": select},
-        tolerations={},
+        select=nodepool("shared-pool"),
         command=["python3", "/app/train.py"],
     )
     placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[0]}
@@ -190,43 +138,21 @@ def scenario_tfjob_priority_preemption() -> Scenario:
     w1 = ("Worker", 1)
     hits = [-9.5, 14.5]
     restarts = [math.ceil(h) + 1 for h in hits]
-    for rtype, count in spec.replicas.items():
-        for i in range(count):
-            if (rtype, i) != w1:
-                sc.kf_pods(spec, ctx.namespace, 0, -400, None, placement, only=[(rtype, i)])
-    starts = [-400, *restarts]
-    victims = []
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        spot = dict(placement)
-        spot[w1] = cpus[2] if k % 2 == 0 else cpus[4]
-        (pod,) = sc.kf_pods(
-            spec,
-            ctx.namespace,
-            k,
-            start,
-            end,
-            spot,
-            only=[w1],
-            failed_at={w1: end - 1} if end is not None else None,
-            created_m=start - 0.58 if k else None,
-        )
-        victims.append(pod)
-    frontend = "asia-northeast1-docker.pkg.dev/nimbus-adtech/online/search-frontend:5.2.9"
+    sc.kf_replicas(spec, ctx.namespace, -400, placement, skip=[w1])
+    nodes = [cpus[2], cpus[4], cpus[2]]
+    victims = sc.kf_incarnations(spec, ctx.namespace, w1, [-400, *restarts], placement, nodes=nodes)
+    frontend = Deployment(
+        "search-frontend",
+        "online",
+        "asia-northeast1-docker.pkg.dev/nimbus-adtech/online/search-frontend:5.2.9",
+        resources("56", "96Gi"),
+        "online-high",
+        1000000,
+    )
     for k, hit in enumerate(hits):
-        preemptor = deployment_pod(
-            sc,
-            f"search-frontend-6d8f7b9c4-{rand_str(K8S_ALPHABET, 5, 'sf', k)}",
-            "online",
-            victims[k].node or cpus[2],
-            math.ceil(hit),
-            None,
-            app="search-frontend",
-            image=frontend,
-            resources={"cpu": "56", "memory": "96Gi"},
-            priority_class="online-high",
-            priority=1000000,
-        )
+        name = f"search-frontend-6d8f7b9c4-{rand_str(K8S_ALPHABET, 5, 'sf', k)}"
+        node = victims[k].node or cpus[2]
+        preemptor = deployment_pod(sc, frontend, name, node, math.ceil(hit), None)
         preempted(sc, victims[k], hit, preemptor)
         sc.kf_restart([victims[k]], restarts[k], 143)
     sc.operator_counter(ctx.namespace, "tensorflow", 4, restarts)
@@ -234,17 +160,11 @@ def scenario_tfjob_priority_preemption() -> Scenario:
         if isinstance(pod, KfPod):
             sc.pod_hooks[pod.uid] = priority_hook("offline-low", 1000)
             add_pod_info(sc, pod, "offline-low", ("TFJob", spec.name))
-    chief = sc.kf_pod(spec, "Chief", 0, 0)
-    tid = rand_int(130_000, 140_000, "tid", chief.name)
+    chief, tid = sc.kf_chief(spec)
     for m in range(FIRST_MINUTE + 2, LAST_MINUTE + 1, 4):
         at = ctx.at(m + 0.3, "wd-step", m)
-        sc.container_log(
-            chief,
-            m + 0.3,
-            f"{glog_prefix('I', at, tid, 'estimator.py:2297')} loss = "
-            f"{0.39 + rand_float(-0.01, 0.01, 'l', m):.5f}, step = {50_000 + 90 * (m + 90)}",
-            stderr=True,
-            at_ns=at,
-        )
+        loss = 0.39 + rand_float(-0.01, 0.01, "l", m)
+        text = f"loss = {loss:.5f}, step = {50_000 + 90 * (m + 90)}"
+        sc.glog_line(chief, m + 0.3, at, tid, "estimator.py:2297", text)
     sc.kubelet_noise()
     return sc

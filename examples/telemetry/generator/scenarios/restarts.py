@@ -212,13 +212,13 @@ def jobset_object(
 
 def scenario_restartjob_gauge_flat() -> RestartsScenario:
     ctx = Context(
-        project="orbit-ml-prod",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="a3u-train-use5",
-        namespace="pretrain",
-        workload="olmo-13b-pretrain",
-        issue_time="2026-06-17T14:20:00Z",
+        "orbit-ml-prod",
+        "us-east5",
+        "us-east5-a",
+        "a3u-train-use5",
+        "pretrain",
+        "olmo-13b-pretrain",
+        "2026-06-17T14:20:00Z",
     )
     restarts_at = [-70, -15, 8]  # RestartJob of job 2; -70 is before the window
     fails = [m - 1.4 for m in restarts_at]
@@ -350,13 +350,13 @@ def scenario_restartjob_gauge_flat() -> RestartsScenario:
 
 def scenario_recreated_after_ttl() -> RestartsScenario:
     ctx = Context(
-        project="nimbus-ai-prod",
-        location="europe-west4",
-        zone="europe-west4-b",
-        cluster="h100-ft-euw4",
-        namespace="finetune",
-        workload="qwen3-32b-sft",
-        issue_time="2026-09-24T05:40:00Z",
+        "nimbus-ai-prod",
+        "europe-west4",
+        "europe-west4-b",
+        "h100-ft-euw4",
+        "finetune",
+        "qwen3-32b-sft",
+        "2026-09-24T05:40:00Z",
     )
     spec = JobSetSpec(
         name=ctx.workload,

@@ -33,13 +33,13 @@ MAX_RESTARTS = 1
 def scenario_trainjob_faulty_host() -> Scenario:
     """The scenario, with its jobs.json (the TrainJob) and jobsets.json (its JobSet)."""
     ctx = Context(
-        project="orbit-ml-prod",
-        location="us-central1",
-        zone="us-central1-a",
-        cluster="a3-ft-usc1",
-        namespace="ml",
-        workload="llama-ft",
-        issue_time="2026-11-17T09:30:00Z",
+        "orbit-ml-prod",
+        "us-central1",
+        "us-central1-a",
+        "a3-ft-usc1",
+        "ml",
+        "llama-ft",
+        "2026-11-17T09:30:00Z",
         workload_kind="trainjob",
     )
     node_name = "gke-a3-ft-usc1-a3-pool-fb43a2ee-t5n8"
