@@ -38,10 +38,12 @@ _SEVERITIES = frozenset(
 _TERMINATION_REASON = re.compile(r"terminated due to:?\s*(?P<reason>[^.\n]+)", re.I)
 _INSTANCE = re.compile(r"(?:^|/)zones/(?P<zone>[^/]+)/instances/(?P<name>[^/]+)$")
 # A pod's memory cgroup (cgroupfs ``/kubepods/burstable/pod<uid>/<id>``, systemd
-# ``kubepods-burstable-pod<uid with _>.slice``) in an oom-kill line.
+# ``kubepods-burstable-pod<uid with _>.slice``) in the kernel line that is an OOM kill's
+# signal: the oom-kill: summary (5.0+), or the task's cgroup of 'Task in <cgroup> killed as
+# a result of limit of <cgroup>' (before 5.0).
 _MEMCG_POD = re.compile(
-    r"(?:task_memcg|oom_memcg)=[^,\s]*?pod(?P<uid>[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}"
-    r"[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
+    r"(?:(?:task_memcg|oom_memcg)=|\bTask in )[^,\s]*?pod(?P<uid>[0-9a-f]{8}[-_][0-9a-f]{4}"
+    r"[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
 )
 
 
