@@ -334,10 +334,24 @@ def test_a_preempted_event_of_the_older_form_still_names_the_node() -> None:
             'Failed to pull image "i": unexpected status from GET ...: 401 Unauthorized',
             "401 Unauthorized",
         ),
+        # No answer from the registry: the network's, or the kubelet's own throttle.
         (
             'Failed to pull image "i": rpc error: code = Unknown desc = dial tcp: i/o timeout',
-            "Failed",
+            "i/o timeout",
         ),
+        (
+            'Failed to pull image "i": failed to pull and unpack image "i": failed to do '
+            'request: Head "https://r/v2/i/manifests/1": dial tcp 10.0.0.1:443: connect: '
+            "connection timed out",
+            "connection timed out",
+        ),
+        (
+            'Failed to pull image "i": rpc error: code = DeadlineExceeded desc = failed to '
+            'pull and unpack image "i": dial tcp 10.0.0.1:443: i/o timeout',
+            "DeadlineExceeded",
+        ),
+        ('Failed to pull image "i": pull QPS exceeded', "pull QPS exceeded"),
+        ('Failed to pull image "i": rpc error: code = Unknown desc = context canceled', "Failed"),
         ("Error: InvalidImageName", "Failed"),
     ],
 )

@@ -21,6 +21,10 @@ _PREEMPTED_ON_NODE = re.compile(r"\bon node (?P<node>[a-z0-9][a-z0-9.-]*)")
 # The registry's answer in a kubelet pull failure: an HTTP status, else the gRPC code.
 _PULL_HTTP = re.compile(r"\b(?P<status>[45]\d\d [A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)*)")
 _PULL_CODE = re.compile(r"\bcode = (?P<code>[A-Za-z]+)")
+# Why a pull failed when the registry gave no answer: the network's (Go's net errors in
+# containerd's 'failed to pull and unpack image' chain), or the kubelet's own throttle
+# (images/helpers.go, registryPullQPS).
+_PULL_CAUSE = re.compile(r"\b(?P<cause>i/o timeout|connection timed out|pull QPS exceeded)\b")
 _AUDIT_POD = re.compile(r"^core/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)(?:/status)?$")
 _RESTARTING = "Restarting"
 
@@ -156,14 +160,18 @@ def _preemptor(payload: Mapping[str, Any], message: str, fields: dict[str, Any])
 
 def pull_error(message: str) -> str | None:
     """The registry's answer in a kubelet image pull failure (``403 Forbidden``,
-    ``NotFound``), from the whole message: an excerpt may cut it off."""
+    ``NotFound``), else the network's or the kubelet's (``i/o timeout``, ``pull QPS
+    exceeded``), from the whole message: an excerpt may cut it off."""
     status = _PULL_HTTP.search(message)
     if status:
         return status["status"]
     code = _PULL_CODE.search(message)
     if code and code["code"] != "Unknown":
         return code["code"]
-    return "not found" if message.rstrip().endswith("not found") else None
+    if message.rstrip().endswith("not found"):
+        return "not found"
+    cause = _PULL_CAUSE.search(message)
+    return cause["cause"] if cause else None
 
 
 def pod_audit(
