@@ -276,6 +276,10 @@ class Context:
         whole = self.t_ns + math.floor(minutes * 60) * NS
         return whole + rand_int(0, NS, "ns", self.cluster, minutes, *key)
 
+    def second(self, minutes: float) -> int:
+        """The start of the whole second T+``minutes`` falls in."""
+        return self.t_ns + math.floor(minutes * 60) * NS
+
     def sample_s(self, m: int) -> int:
         return self.t_ns // NS + m * 60
 

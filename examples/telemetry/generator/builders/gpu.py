@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .cluster import Context, JobSetSpec, Node, Pod
+from .cluster import Context, JobSetSpec, Node
 from .deterministic import NS, rand_int, rand_uuid, syslog_stamp
 from .pytorch import cuda_error_lines, torchrun_failure, torchrun_stopped, worker_pids
 from .scenario import Scenario
 from .templates import gpu_jobset
+from .workload import jobset_restarting
 
 #: PCI bus of the eight H100s of an a3-highgpu-8g VM, as nvidia-smi lists them (0000:BB:00.0).
 A3_GPU_BUS = ("04", "05", "0a", "0b", "84", "85", "8a", "8b")
@@ -121,25 +122,26 @@ def outage_back(m0: float, unknown: int = 3) -> int:
 
 def gpu_fault_episode(
     sc: Scenario,
-    pod: Pod,
+    spec: JobSetSpec,
+    attempt: int,
+    g: int,
     m0: float,
     gpu: int,
     xids: list[str],
     *,
     error: str | None,
-    exitcode: int,
-    outage: bool,
+    exitcode: int = 1,
+    outage: bool = True,
     banner: bool = True,
 ) -> None:
-    """One GPU of ``pod``'s node faults at T+m0: the driver's Xid lines, the rank on that
-    GPU dies (its CUDA error, or an abort), torchrun reports it; the node may go NotReady."""
-    ctx = sc.ctx
+    """GPU ``gpu`` of the node of pod ``g`` of ``attempt`` faults at T+m0: the driver's Xid
+    lines, the rank on that GPU dies (its CUDA ``error``, or an abort), torchrun reports it,
+    the node may go NotReady (``outage``); the JobSet restarts the next minute."""
+    pod = sc.pod(spec, attempt, g)
     node = pod.node
     assert node is not None
-    second = ctx.t_ns + math.floor(m0 * 60) * NS
-    start_at = second + rand_int(100_000_000, 600_000_000, "xid-at", node.name, m0)
+    start_at = sc.ctx.second(m0) + rand_int(100_000_000, 600_000_000, "xid-at", node.name, m0)
     xid_burst(sc, node, start_at, [(gpu, x) for x in xids], first_since_boot=True)
-    agent, pids = worker_pids(pod)
     rank = 8 * (pod.j * pod.spec.parallelism + pod.p) + gpu
     t = start_at + rand_int(300_000_000, 900_000_000, "app-sees", node.name, m0)
     if error is not None:
@@ -149,25 +151,14 @@ def gpu_fault_episode(
         # Modules/faulthandler.c)
         sc.container_log(pod, m0, "Fatal Python error: Aborted", stderr=True, at_ns=t)
         last = t
-    torchrun_failure(
-        sc,
-        pod,
-        last,
-        agent_pid=agent,
-        local_rank=gpu,
-        pid=pids[gpu],
-        exitcode=exitcode,
-        others=[p for i, p in enumerate(pids) if i != gpu],
-    )
+    pids = worker_pids(pod)
+    torchrun_failure(sc, pod, last, pids, local_rank=gpu, exitcode=exitcode, kill_others=True)
     if outage:
         gpu_host_outage(sc, node, m0, banner=banner)
-
-
-def stop_others(sc: Scenario, spec: JobSetSpec, attempt: int, failed: int, m: float) -> None:
-    """The JobSet restart deletes the attempt's other pods: their torchrun shuts down."""
-    for g in range(spec.size):
-        if g == failed:
-            continue
-        pod = sc.pod(spec, attempt, g)
-        agent, pids = worker_pids(pod)
-        torchrun_stopped(sc, pod, m, agent, pids[0])
+    restart = math.ceil(m0) + 1
+    for other in range(spec.size):
+        if other != g:
+            stopped = sc.pod(spec, attempt, other)
+            agent, workers = worker_pids(stopped)
+            torchrun_stopped(sc, stopped, restart - 0.5, agent, workers[0])
+    jobset_restarting(sc, spec, restart, attempt + 1)

@@ -99,16 +99,18 @@ def torchrun_failure(
     sc: Scenario,
     pod: AnyPod,
     at_ns: int,
+    pids: tuple[int, list[int]],
     *,
-    agent_pid: int,
-    local_rank: int,
-    pid: int,
-    exitcode: int,
-    others: list[int],
+    local_rank: int = 0,
+    exitcode: int = 1,
+    kill_others: bool = False,
 ) -> int:
-    """What torchrun prints when a local worker fails: the other workers are sent SIGTERM,
-    the failure, then ChildFailedError's report. ``others`` = pids of the other workers.
-    Returns the time of the last line."""
+    """What torchrun (agent and local workers: ``pids``) prints when local worker
+    ``local_rank`` fails: the other workers sent SIGTERM (``kill_others``), the failure, then
+    ChildFailedError's report. Returns the time of the last line."""
+    agent_pid, workers = pids
+    pid = workers[local_rank]
+    others = [p for i, p in enumerate(workers) if i != local_rank] if kill_others else []
     api = ELASTIC_MP_API
     lines: list[tuple[int, str]] = []
     t = at_ns

@@ -4,6 +4,7 @@ them, and the five files it writes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -439,3 +440,29 @@ def unreachable_node(total: int, resources: dict[str, str]) -> str:
         f"0/{total} nodes are available: 1 Preemption is not helpful for scheduling, {others} No "
         "preemption victims found for incoming pod."
     )
+
+
+def scenario(
+    slug: str,
+    description: str,
+    ctx: Context,
+    expected: dict[str, Any] | None = None,
+    *,
+    kubelet_every: int = 29,
+    kind: type[Scenario] | None = None,
+) -> Callable[[Callable[[Any], None]], Callable[[], Scenario]]:
+    """Declare a scenario: its folder ``slug``, ``description``, cluster and ``expected``
+    diagnosis. The decorated function gets the new Scenario (of class ``kind``) and adds its
+    nodes, pods, log entries and metrics; the kubelet's chatter on every node comes last."""
+
+    def declare(build: Callable[[Any], None]) -> Callable[[], Scenario]:
+        @functools.wraps(build)
+        def make() -> Scenario:
+            sc = (kind or Scenario)(slug, description, ctx, dict(expected or {}))
+            build(sc)
+            sc.kubelet_noise(every=kubelet_every)
+            return sc
+
+        return make
+
+    return declare

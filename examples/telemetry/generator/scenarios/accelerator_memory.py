@@ -6,24 +6,35 @@ from __future__ import annotations
 
 import math
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, KubeflowSpec
-from ..builders.deterministic import NS, glog_prefix, rand_float, rand_hex, rand_int
+from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context
+from ..builders.deterministic import glog_prefix, rand_float, rand_hex, rand_int
 from ..builders.gpu import a3_pool
-from ..builders.pytorch import torch_size, torchrun_failure, torchrun_startup, worker_pids
-from ..builders.scenario import Scenario
-from ..builders.templates import (
-    GPU_TOLERATION,
-    TPU_TAINT,
-    TPU_TOLERATION,
-    expect,
-    tpu_capacity,
-    tpu_labels,
+from ..builders.pytorch import (
+    NCCL_ENV,
+    torch_size,
+    torchrun_failure,
+    torchrun_startup,
+    worker_pids,
 )
-from ..builders.workload import jobset_event
+from ..builders.scenario import Scenario, scenario
+from ..builders.templates import accelerator, expect, kubeflow_job, resources, tpu_jobset
+from ..builders.workload import jobset_restarting
 
 
-def scenario_gpu_cuda_oom() -> Scenario:
-    ctx = Context(
+@scenario(
+    "gpu-cuda-out-of-memory",
+    "Kubeflow PyTorchJob (Master + 3 Workers, one A3 High node and 8 H100 each, 32 ranks, "
+    "restartPolicy ExitCode; the container runs torchrun under 'bash -c ... || exit 128' "
+    "so that a failed run exits with a retryable code). Each attempt resumes from the "
+    "same checkpoint and, 18 minutes of training later, reaches the same long-sequence "
+    "batch: every rank dies of torch.OutOfMemoryError: CUDA out of memory. Tried to "
+    "allocate 3.91 GiB (the logits), each pod's torchrun reports failed (exitcode: 1) "
+    "and ChildFailedError, all 4 pods exit 128 and the operator re-creates them "
+    "(T-27.6m, T-6.6m, T+14.4m: 3 attempts; two PyTorchJobRestarting events, 1 Master "
+    "and 3 Worker replica(s), and two counter steps per restart: "
+    "training_operator_jobs_restarted_total{job_namespace=finetune,framework=pytorch} "
+    "3 -> 9). Nodes stay Ready; no host is suspect.",
+    Context(
         "aster-llm",
         "us-west4",
         "us-west4-a",
@@ -32,38 +43,20 @@ def scenario_gpu_cuda_oom() -> Scenario:
         "llama3-70b-lora",
         "2026-05-28T22:10:00Z",
         workload_kind="pytorchjob",
-    )
-    sc = Scenario(
-        "gpu-cuda-out-of-memory",
-        "Kubeflow PyTorchJob (Master + 3 Workers, one A3 High node and 8 H100 each, 32 ranks, "
-        "restartPolicy ExitCode; the container runs torchrun under 'bash -c ... || exit 128' "
-        "so that a failed run exits with a retryable code). Each attempt resumes from the "
-        "same checkpoint and, 18 minutes of training later, reaches the same long-sequence "
-        "batch: every rank dies of torch.OutOfMemoryError: CUDA out of memory. Tried to "
-        "allocate 3.91 GiB (the logits), each pod's torchrun reports failed (exitcode: 1) "
-        "and ChildFailedError, all 4 pods exit 128 and the operator re-creates them "
-        "(T-27.6m, T-6.6m, T+14.4m: 3 attempts; two PyTorchJobRestarting events, 1 Master "
-        "and 3 Worker replica(s), and two counter steps per restart: "
-        "training_operator_jobs_restarted_total{job_namespace=finetune,framework=pytorch} "
-        "3 -> 9). Nodes stay Ready; no host is suspect.",
-        ctx,
-        expect("gpu_out_of_memory", "fix_gpu_memory"),
-    )
+    ),
+    expect("gpu_out_of_memory", "fix_gpu_memory"),
+)
+def scenario_gpu_cuda_oom(sc: Scenario) -> None:
+    ctx = sc.ctx
     nodes = a3_pool(sc, 4)
-    gpu_res = {"cpu": "200", "memory": "1700Gi", "nvidia.com/gpu": "8"}
-    select = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"}
-    spec = KubeflowSpec(
-        name=ctx.workload,
-        api_kind="PyTorchJob",
-        replicas={"Master": 1, "Worker": 3},
-        image="us-west4-docker.pkg.dev/aster-llm/finetune/llama-sft:2.5.1-cu124",
-        resources={"Master": gpu_res, "Worker": gpu_res},
-        node_selector={"Master": select, "Worker": select},
-        tolerations={"Master": GPU_TOLERATION, "Worker": GPU_TOLERATION},
-        env=[
-            {"name": "NCCL_DEBUG", "value": "INFO"},
-            {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
-        ],
+    gpu_res = resources("200", "1700Gi", 8)
+    spec = kubeflow_job(
+        "PyTorchJob",
+        ctx.workload,
+        "us-west4-docker.pkg.dev/aster-llm/finetune/llama-sft:2.5.1-cu124",
+        {"Master": (1, gpu_res), "Worker": (3, gpu_res)},
+        gpu_select=accelerator("nvidia-h100-80gb"),
+        env=NCCL_ENV,
         command=[
             "/bin/bash",
             "-c",
@@ -144,9 +137,8 @@ def scenario_gpu_cuda_oom() -> Scenario:
             break
         # The long-sequence batch: every rank runs out of GPU memory within a second.
         m0 = fails[k]
-        second = ctx.t_ns + math.floor(m0 * 60) * NS
+        second = ctx.second(m0)
         for g, pod in enumerate(pods):
-            agent, pids = worker_pids(pod, k)
             last = second
             for local in range(8):
                 at = second + rand_int(50_000_000, 950_000_000, "oom", pod.name, local, k)
@@ -174,22 +166,19 @@ def scenario_gpu_cuda_oom() -> Scenario:
                     at_ns=at,
                 )
                 last = max(last, at)
-            torchrun_failure(
-                sc,
-                pod,
-                last,
-                agent_pid=agent,
-                local_rank=0,
-                pid=pids[0],
-                exitcode=1,
-                others=[],
-            )
-    sc.kubelet_noise()
-    return sc
+            torchrun_failure(sc, pod, last, worker_pids(pod, k))
 
 
-def scenario_tpu_hbm_oom() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tpu-hbm-out-of-memory",
+    "TPU v5p slice (2x2x4, 4 hosts, reserved block) running a MaxText JobSet created at "
+    "T-43m. Every attempt restores the last checkpoint, trains, and about 13 minutes in "
+    "compiles the eval step for its first evaluation: on all 4 workers XLA fails with "
+    "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+    "space hbm (Used 97.82G of 95.74G hbm), the workers exit and the JobSet restarts "
+    "(0 -> 4 at T-27m, T-11m, T+5m, T+21m). Nodes stay Ready, no interruption: the "
+    "program needs more HBM than the chip has.",
+    Context(
         "atlas-tpu-research",
         "us-east5",
         "us-east5-a",
@@ -197,51 +186,24 @@ def scenario_tpu_hbm_oom() -> Scenario:
         "llm",
         "gemma2-27b-pretrain",
         "2026-09-09T08:45:00Z",
-    )
-    sc = Scenario(
-        "tpu-hbm-out-of-memory",
-        "TPU v5p slice (2x2x4, 4 hosts, reserved block) running a MaxText JobSet created at "
-        "T-43m. Every attempt restores the last checkpoint, trains, and about 13 minutes in "
-        "compiles the eval step for its first evaluation: on all 4 workers XLA fails with "
-        "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
-        "space hbm (Used 97.82G of 95.74G hbm), the workers exit and the JobSet restarts "
-        "(0 -> 4 at T-27m, T-11m, T+5m, T+21m). Nodes stay Ready, no interruption: the "
-        "program needs more HBM than the chip has.",
-        ctx,
-        expect("gpu_out_of_memory", "fix_gpu_memory"),
-    )
-    tpu = sc.add_pool(
-        "v5p-pool",
-        "ct5p-hightpu-4t",
-        4,
-        hosts=True,
-        labels=tpu_labels("tpu-v5p-slice", "2x2x4"),
-        capacity=tpu_capacity(208, 463475916),
-        taints=TPU_TAINT,
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="slice",
-        replicas=1,
-        parallelism=4,
-        container="maxtext",
-        image="us-docker.pkg.dev/atlas-tpu-research/maxtext/maxtext-runner:2026-08-28",
-        resources={"google.com/tpu": "4"},
-        node_selector={
-            "cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
-            "cloud.google.com/gke-tpu-topology": "2x2x4",
-        },
-        tolerations=TPU_TOLERATION,
-    )
+    ),
+    expect("gpu_out_of_memory", "fix_gpu_memory"),
+)
+def scenario_tpu_hbm_oom(sc: Scenario) -> None:
+    ctx = sc.ctx
+    v5p = ("tpu-v5p-slice", "2x2x4")
+    tpu = sc.tpu_pool("v5p-pool", "ct5p-hightpu-4t", 4, *v5p, 208, 463475916, hosts=True)
+    image = "us-docker.pkg.dev/atlas-tpu-research/maxtext/maxtext-runner:2026-08-28"
+    spec = tpu_jobset(ctx.workload, "maxtext", image, *v5p)
     starts = [-43, -27, -11, 5, 21]
     fails = [s + 14.4 for s in starts[:-1]]
     restarts = starts[1:]
     assert restarts == [math.ceil(f) + 1 for f in fails]
     sc.add_jobset(spec, 0, restarts)
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
-        failed = {g: math.ceil(fails[k]) for g in range(4)} if end is not None else None
-        group = sc.attempt(spec, k, start, end, tpu, failed_at=failed)
+    groups = sc.attempts(
+        spec, 0, starts, tpu, lambda k, end: {g: math.ceil(fails[k]) for g in range(4)}
+    )
+    for k, (group, start) in enumerate(zip(groups, starts, strict=True)):
         coord = group[0]
         run = start + 1
         for pod in group:
@@ -258,12 +220,9 @@ def scenario_tpu_hbm_oom() -> Scenario:
             t = at + rand_int(400_000_000, 1_900_000_000, "jaxconn", pod.name)
             # xla_tpu.toml quiet (source: ROCm/xla upstream-jax-v0.6.2
             # xla/pjrt/distributed/client.cc)
+            connected = "Connected to distributed JAX controller"
             sc.container_log(
-                pod,
-                run + 0.1,
-                f"{glog_prefix('I', t, tid, 'client.cc:121')} Connected to distributed JAX "
-                "controller",
-                at_ns=t,
+                pod, run + 0.1, f"{glog_prefix('I', t, tid, 'client.cc:121')} {connected}", at_ns=t
             )
         # MaxText's memory report after the parameters are placed (startup_lines prints
         # "Memstats: After params initialized:" at run + 0.29).
@@ -279,10 +238,10 @@ def scenario_tpu_hbm_oom() -> Scenario:
                 f"TPU_{chip}(process=0,({coords},0))",
                 at_ns=t + chip * 1_000_000,
             )
-        if end is None:
+        if k == len(fails):
             continue
         m0 = fails[k]
-        second = ctx.t_ns + math.floor(m0 * 60) * NS
+        second = ctx.second(m0)
         for pod in group:
             # xla_tpu.toml xla_tpu.hbm_compile_oom (source: https://github.com/erfanzar/EasyDeL/issues/78)
             sc.container_log(
@@ -294,9 +253,5 @@ def scenario_tpu_hbm_oom() -> Scenario:
                 stderr=True,
                 at_ns=second + rand_int(100_000_000, 2_900_000_000, "hbm", pod.name),
             )
-        jobset_event(
-            sc, spec, restarts[k] - 0.55, "Restarting", f"restarting jobset, attempt {k + 1}"
-        )
+        jobset_restarting(sc, spec, restarts[k], k + 1)
     sc.training_noise(spec, "maxtext", checkpoint_every=10)
-    sc.kubelet_noise()
-    return sc

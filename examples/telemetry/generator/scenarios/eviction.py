@@ -8,13 +8,21 @@ import math
 
 from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context
 from ..builders.deterministic import rand_float
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import expect, jobset, kubeflow_job, nodepool, resources
 from ..builders.workload import evicted, jobset_restarting, node_pressure_events
 
 
-def scenario_jobset_eviction() -> Scenario:
-    ctx = Context(
+@scenario(
+    "jobset-node-pressure-eviction",
+    "CPU JobSet (1 x 4 pods, XGBoost workers, memory request 32Gi) on n2-highmem-32 "
+    "nodes shared with an ETL backfill that sets no memory limit. The backfill grows on "
+    "node ...-p7c2 and later on ...-v3k8: the node runs low on memory (MemoryPressure, "
+    "NodeHasInsufficientMemory, EvictionThresholdMet) and the kubelet evicts the "
+    "training pod, the pod furthest above its request (Evicted, kube_pod_status_reason "
+    "Evicted) at T-18.4m and T+8.3m. The Job fails and the JobSet restarts (5 -> 7). "
+    "The nodes stay Ready; the pressure ends minutes later.",
+    Context(
         "quarry-analytics",
         "us-west1",
         "us-west1-b",
@@ -22,19 +30,11 @@ def scenario_jobset_eviction() -> Scenario:
         "ml-batch",
         "xgb-ranker-train",
         "2026-10-14T06:40:00Z",
-    )
-    sc = Scenario(
-        "jobset-node-pressure-eviction",
-        "CPU JobSet (1 x 4 pods, XGBoost workers, memory request 32Gi) on n2-highmem-32 "
-        "nodes shared with an ETL backfill that sets no memory limit. The backfill grows on "
-        "node ...-p7c2 and later on ...-v3k8: the node runs low on memory (MemoryPressure, "
-        "NodeHasInsufficientMemory, EvictionThresholdMet) and the kubelet evicts the "
-        "training pod, the pod furthest above its request (Evicted, kube_pod_status_reason "
-        "Evicted) at T-18.4m and T+8.3m. The Job fails and the JobSet restarts (5 -> 7). "
-        "The nodes stay Ready; the pressure ends minutes later.",
-        ctx,
-        expect("node_pressure_eviction", "relieve_node_pressure"),
-    )
+    ),
+    expect("node_pressure_eviction", "relieve_node_pressure"),
+)
+def scenario_jobset_eviction(sc: Scenario) -> None:
+    ctx = sc.ctx
     nodes = sc.add_pool(
         "highmem-pool",
         "n2-highmem-32",
@@ -58,12 +58,18 @@ def scenario_jobset_eviction() -> Scenario:
         evicted(sc, pod, m0, "memory", 118_204_332 + 1000 * k, "32Gi", f"{86_220 + 11 * k}Ki")
         jobset_restarting(sc, spec, restarts[k], 6 + k)
     sc.training_noise(spec, "jax", workers=False)
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_tfjob_eviction() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tfjob-node-pressure-eviction",
+    "Kubeflow TFJob (Chief, PS, 3 Workers on CPU nodes, restartPolicy ExitCode) whose "
+    "workers write checkpoints and summaries to an emptyDir on the node's boot disk "
+    "without an ephemeral-storage limit. The disk fills (DiskPressure, "
+    "NodeHasDiskPressure, EvictionThresholdMet 'Attempting to reclaim "
+    "ephemeral-storage') and the kubelet evicts Worker 0 at T-13.2m and Worker 2 at "
+    "T+11.8m (Evicted: low on ephemeral-storage). The operator sees exit code 137, "
+    "re-creates the worker and records TFJobRestarting (counter 1 -> 3).",
+    Context(
         "lumen-vision-prod",
         "us-central1",
         "us-central1-f",
@@ -72,19 +78,11 @@ def scenario_tfjob_eviction() -> Scenario:
         "effnet-ps",
         "2026-06-30T21:10:00Z",
         workload_kind="tfjob",
-    )
-    sc = Scenario(
-        "tfjob-node-pressure-eviction",
-        "Kubeflow TFJob (Chief, PS, 3 Workers on CPU nodes, restartPolicy ExitCode) whose "
-        "workers write checkpoints and summaries to an emptyDir on the node's boot disk "
-        "without an ephemeral-storage limit. The disk fills (DiskPressure, "
-        "NodeHasDiskPressure, EvictionThresholdMet 'Attempting to reclaim "
-        "ephemeral-storage') and the kubelet evicts Worker 0 at T-13.2m and Worker 2 at "
-        "T+11.8m (Evicted: low on ephemeral-storage). The operator sees exit code 137, "
-        "re-creates the worker and records TFJobRestarting (counter 1 -> 3).",
-        ctx,
-        expect("node_pressure_eviction", "relieve_node_pressure"),
-    )
+    ),
+    expect("node_pressure_eviction", "relieve_node_pressure"),
+)
+def scenario_tfjob_eviction(sc: Scenario) -> None:
+    ctx = sc.ctx
     cpus = sc.add_pool(
         "cpu-pool", "c3-standard-44", 5, capacity={"cpu": "44", "memory": "181197988Ki"}
     )
@@ -120,5 +118,3 @@ def scenario_tfjob_eviction() -> Scenario:
             f"{rand_float(0.771, 0.774, 'acc', m):.4f}"
         )
         sc.glog_line(chief, m + 0.3, at, tid, "controller.py:495", text)
-    sc.kubelet_noise()
-    return sc

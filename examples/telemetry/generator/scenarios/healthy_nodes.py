@@ -7,7 +7,7 @@ from ..builders.cluster import LAST_MINUTE, Context
 from ..builders.deterministic import NS, py_stamp, rand_int
 from ..builders.gpu import a2_ultra_pool
 from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import expect, gpu_jobset, tpu_jobset
 
 #: The NCCL-hang scenario's zonal cluster; the golden signal fixtures are logged in it too.
@@ -22,8 +22,15 @@ A100_CLUSTER = Context(
 )
 
 
-def scenario_capacity() -> Scenario:
-    ctx = Context(
+@scenario(
+    "capacity",
+    "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
+    "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
+    "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
+    "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
+    "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
+    "constant AutoUpgrade series).",
+    Context(
         "acme-ml-platform",
         "us-east5",
         "us-east5-b",
@@ -31,18 +38,11 @@ def scenario_capacity() -> Scenario:
         "default",
         "maxtext-v6e-pretrain",
         "2026-02-14T11:20:00Z",
-    )
-    sc = Scenario(
-        "capacity",
-        "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
-        "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
-        "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
-        "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
-        "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
-        "constant AutoUpgrade series).",
-        ctx,
-        expect("capacity", "add_capacity"),
-    )
+    ),
+    expect("capacity", "add_capacity"),
+)
+def scenario_capacity(sc: Scenario) -> None:
+    ctx = sc.ctx
     v6e = ("tpu-v6e-slice", "4x4")
     tpu = sc.tpu_pool("v6e-pool", "ct6e-standard-4t", 4, *v6e, 180, 739695076, hosts=True)
     image = "us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10"
@@ -88,25 +88,23 @@ def scenario_capacity() -> Scenario:
         times = [first, first + 1.0, first + 3.1, first + 8.2, first + 18.4, first + 38.6]
         sc.unschedulable(pod, times, msg)
     sc.training_noise(spec, "maxtext")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_nccl_hang() -> Scenario:
-    ctx = A100_CLUSTER
-    sc = Scenario(
-        "nccl-application-hang",
-        "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
-        "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
-        "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
-        "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
-        "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
-        "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
-        "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
-        "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
-        ctx,
-        expect("application", "inspect_application"),
-    )
+@scenario(
+    "nccl-application-hang",
+    "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
+    "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
+    "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
+    "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
+    "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
+    "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
+    "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
+    "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
+    A100_CLUSTER,
+    expect("application", "inspect_application"),
+)
+def scenario_nccl_hang(sc: Scenario) -> None:
+    ctx = sc.ctx
     nodes = a2_ultra_pool(sc)
     image = "us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124"
     a100 = "nvidia-a100-80gb"
@@ -136,12 +134,15 @@ def scenario_nccl_hang() -> Scenario:
         for offset, text in zip((0, 4, 9), lines, strict=True):
             at = tw + offset * NS + rand_int(400_000, 3_000_000, "lag", tw, offset)
             sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_no_restarts() -> Scenario:
-    ctx = Context(
+@scenario(
+    "no-restarts",
+    "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
+    "4 from T-62m on (the last restart happened before the window) and flat through the "
+    "window, so there is no restart loop. Another JobSet in the same namespace "
+    "(data-prep-sharder) does restart inside the window and must be ignored.",
+    Context(
         "acme-ml-platform",
         "us-central2-b",
         "us-central2-b",
@@ -149,16 +150,11 @@ def scenario_no_restarts() -> Scenario:
         "team-nlp",
         "t5-xxl-pretrain",
         "2026-07-03T09:00:00Z",
-    )
-    sc = Scenario(
-        "no-restarts",
-        "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
-        "4 from T-62m on (the last restart happened before the window) and flat through the "
-        "window, so there is no restart loop. Another JobSet in the same namespace "
-        "(data-prep-sharder) does restart inside the window and must be ignored.",
-        ctx,
-        expect("no_restart_loop", "none", loop=False),
-    )
+    ),
+    expect("no_restart_loop", "none", loop=False),
+)
+def scenario_no_restarts(sc: Scenario) -> None:
+    ctx = sc.ctx
     v4 = ("tpu-v4-podslice", "2x2x4")
     tpu = sc.tpu_pool("v4-pool", "ct4p-hightpu-4t", 4, *v4, 240, 421573588)
     image = "us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3"
@@ -169,12 +165,15 @@ def scenario_no_restarts() -> Scenario:
     sc.attempt(spec, 4, -62, None, tpu)
     sc.interruption_constant("v4-pool", "MaintenanceEvent", "AutoUpgrade", 1)
     sc.training_noise(spec, "jax")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_unknown() -> Scenario:
-    ctx = Context(
+@scenario(
+    "unknown",
+    "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
+    "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
+    "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
+    "The data crosses midnight UTC.",
+    Context(
         "orbital-ml-dev",
         "asia-southeast1",
         "asia-southeast1-b",
@@ -182,16 +181,12 @@ def scenario_unknown() -> Scenario:
         "default",
         "whisper-large-ft",
         "2026-09-15T23:55:00Z",
-    )
-    sc = Scenario(
-        "unknown",
-        "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
-        "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
-        "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
-        "The data crosses midnight UTC.",
-        ctx,
-        expect("unknown", "inspect_application"),
-    )
+    ),
+    expect("unknown", "inspect_application"),
+    kubelet_every=13,
+)
+def scenario_unknown(sc: Scenario) -> None:
+    ctx = sc.ctx
     l4 = ("nvidia-l4", 48, 197972452, 4)
     nodes = sc.gpu_pool("l4-pool", "g2-standard-48", 4, *l4)
     image = "asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1"
@@ -220,5 +215,3 @@ def scenario_unknown() -> Scenario:
             key="skip",
         )
         sc.killing(pod, r - 0.6)
-    sc.kubelet_noise(every=13)
-    return sc

@@ -5,13 +5,22 @@ from __future__ import annotations
 from ..builders.cluster import FIRST_MINUTE, Context, spans
 from ..builders.deterministic import py_stamp, rand_int
 from ..builders.gpu import a3_pool
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
 from ..builders.workload import image_pull_fails, jobset_restarting
 
 
-def scenario_jobset_image_pull() -> Scenario:
-    ctx = Context(
+@scenario(
+    "jobset-image-pull",
+    "H100 JobSet (1 x 4 pods, imagePullPolicy IfNotPresent). The tag rlhf-runner:"
+    "2026.02.26-rc4 was deleted by an Artifact Registry cleanup policy; three nodes "
+    "still have it cached, the fourth (re-created by auto-repair the day before) does "
+    "not. Worker 3 is scheduled there and waits on the pull (Failed to pull image: not "
+    "found, ErrImagePull, ImagePullBackOff), Pending. torchrun's rendezvous on worker 0 "
+    "times out after 15 minutes, the Job fails and the JobSet restarts (7 -> 10, at "
+    "T-20m, T-4m, T+12m, T+28m); the new worker 3 lands on the same node. Pending for 15 "
+    "minutes, yet scheduled: an image pull, not capacity.",
+    Context(
         "saffron-genai",
         "us-east5",
         "us-east5-a",
@@ -19,24 +28,15 @@ def scenario_jobset_image_pull() -> Scenario:
         "team-agents",
         "qwen-rlhf",
         "2026-03-02T12:45:00Z",
-    )
+    ),
+    expect("image_pull", "fix_image"),
+)
+def scenario_jobset_image_pull(sc: Scenario) -> None:
+    ctx = sc.ctx
     image = "us-east5-docker.pkg.dev/saffron-genai/train/rlhf-runner:2026.02.26-rc4"
     error = (
         f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
         f'failed to resolve reference "{image}": {image}: not found'
-    )
-    sc = Scenario(
-        "jobset-image-pull",
-        "H100 JobSet (1 x 4 pods, imagePullPolicy IfNotPresent). The tag rlhf-runner:"
-        "2026.02.26-rc4 was deleted by an Artifact Registry cleanup policy; three nodes "
-        "still have it cached, the fourth (re-created by auto-repair the day before) does "
-        "not. Worker 3 is scheduled there and waits on the pull (Failed to pull image: not "
-        "found, ErrImagePull, ImagePullBackOff), Pending. torchrun's rendezvous on worker 0 "
-        "times out after 15 minutes, the Job fails and the JobSet restarts (7 -> 10, at "
-        "T-20m, T-4m, T+12m, T+28m); the new worker 3 lands on the same node. Pending for 15 "
-        "minutes, yet scheduled: an image pull, not capacity.",
-        ctx,
-        expect("image_pull", "fix_image"),
     )
     suffixes = ["c8j2", "g4w7", "n6r1", "t2x9"]
     nodes = a3_pool(sc, 4, "h100-pool", hosts=False, suffixes=suffixes)
@@ -72,12 +72,18 @@ def scenario_jobset_image_pull() -> Scenario:
                 at_ns=at,
             )
             jobset_restarting(sc, spec, end, 6 + k)
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_tfjob_image_pull() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tfjob-image-pull",
+    "Kubeflow TFJob (Chief on CPU, 4 GPU Workers on a new L4 node pool, restartPolicy "
+    "ExitCode). The worker image lives in a private Artifact Registry repository the new "
+    "pool's node service account cannot read: every worker waits on the pull (403 "
+    "Forbidden, ErrImagePull, ImagePullBackOff) and stays Pending, scheduled. The Chief "
+    "waits for its workers under `timeout --preserve-status 900` and exits 143; the "
+    "operator re-creates it (ExitedWithCode 143, TFJobRestarting; counter 2 -> 7, at "
+    "T-43m, then T-27m, T-11m, T+5m and T+21m inside the window).",
+    Context(
         "fjord-speech",
         "europe-west4",
         "europe-west4-b",
@@ -86,7 +92,11 @@ def scenario_tfjob_image_pull() -> Scenario:
         "conformer-ps",
         "2026-11-02T09:30:00Z",
         workload_kind="tfjob",
-    )
+    ),
+    expect("image_pull", "fix_image"),
+)
+def scenario_tfjob_image_pull(sc: Scenario) -> None:
+    ctx = sc.ctx
     image = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
     host = "europe-west4-docker.pkg.dev"
     error = (
@@ -95,18 +105,6 @@ def scenario_tfjob_image_pull() -> Scenario:
         f"token: unexpected status from GET request to https://{host}/v2/token?scope="
         "repository%3Afjord-speech%2Fprivate%2Fconformer-worker%3Apull&service="
         f"{host}: 403 Forbidden"
-    )
-    sc = Scenario(
-        "tfjob-image-pull",
-        "Kubeflow TFJob (Chief on CPU, 4 GPU Workers on a new L4 node pool, restartPolicy "
-        "ExitCode). The worker image lives in a private Artifact Registry repository the new "
-        "pool's node service account cannot read: every worker waits on the pull (403 "
-        "Forbidden, ErrImagePull, ImagePullBackOff) and stays Pending, scheduled. The Chief "
-        "waits for its workers under `timeout --preserve-status 900` and exits 143; the "
-        "operator re-creates it (ExitedWithCode 143, TFJobRestarting; counter 2 -> 7, at "
-        "T-43m, then T-27m, T-11m, T+5m and T+21m inside the window).",
-        ctx,
-        expect("image_pull", "fix_image"),
     )
     cpus = sc.add_pool("cpu-pool", "n2-standard-16", 1, capacity={"cpu": "16"})
     gpus = sc.gpu_pool("l4-pool-v2", "g2-standard-24", 4, "nvidia-l4", 24, 98903572, 2)
@@ -143,5 +141,3 @@ def scenario_tfjob_image_pull() -> Scenario:
             sc.glog_line(chief, end - 1.3, at, tid, "cluster_coordinator.py:1042", waiting, "W")
             sc.kf_restart([chief], end, 143)
     sc.operator_counter(ctx.namespace, "tensorflow", 2, [r for r in restarts if r >= FIRST_MINUTE])
-    sc.kubelet_noise()
-    return sc

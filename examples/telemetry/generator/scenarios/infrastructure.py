@@ -8,10 +8,11 @@ import math
 from ..builders.cluster import Context, Node, spans
 from ..builders.deterministic import NS
 from ..builders.gpu import a3_pool
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import expect, gpu_jobset, suspect, tpu_jobset
 
 FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
+FAULTY_NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
 #: The faulty-host scenario's cluster; the golden signal fixtures are logged in it too.
 TPU_CLUSTER = Context(
     "customer-ai-project-123",
@@ -41,8 +42,15 @@ def faulty_host_slice(sc: Scenario) -> list[Node]:
     )
 
 
-def scenario_spot_preemption() -> Scenario:
-    ctx = Context(
+@scenario(
+    "spot-preemption",
+    "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
+    "preempted at T-22m, T-9m (Eviction) and T+6m (Defragmentation); each preemption is "
+    "followed by a JobSet restart (restarts 2 -> 5 inside the window). An older preemption "
+    "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
+    "carry no gce-topology-host label; their brief NotReady runs are explained by the "
+    "preemptions.",
+    Context(
         "acme-ml-spot",
         "us-west4",
         "us-west4-a",
@@ -50,18 +58,11 @@ def scenario_spot_preemption() -> Scenario:
         "training",
         "gemma-7b-finetune",
         "2026-03-11T14:42:00Z",
-    )
-    sc = Scenario(
-        "spot-preemption",
-        "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
-        "preempted at T-22m, T-9m (Eviction) and T+6m (Defragmentation); each preemption is "
-        "followed by a JobSet restart (restarts 2 -> 5 inside the window). An older preemption "
-        "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
-        "carry no gce-topology-host label; their brief NotReady runs are explained by the "
-        "preemptions.",
-        ctx,
-        expect("spot_preemption", "avoid_preemption"),
-    )
+    ),
+    expect("spot_preemption", "avoid_preemption"),
+)
+def scenario_spot_preemption(sc: Scenario) -> None:
+    ctx = sc.ctx
     v5e = ("ct5lp-hightpu-4t", 2, "tpu-v5-lite-podslice", "2x4", 112, 197990396)
     pool0 = sc.tpu_pool("v5e-spot-0", *v5e, spot=True)
     pool1 = sc.tpu_pool("v5e-spot-1", *v5e, spot=True)
@@ -93,26 +94,23 @@ def scenario_spot_preemption() -> Scenario:
     for m0, node, _, _ in events:
         sc.coordinator_stops(spec, m0, text, after=0.5, unless_on=node)
     sc.training_noise(spec, "jax")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_faulty_host() -> Scenario:
-    ctx = TPU_CLUSTER
-    bad_name = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
-    sc = Scenario(
-        "faulty-host",
-        "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
-        f"{bad_name} on physical host "
-        f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
-        "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
-        "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
-        "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
-        "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
-        "The other three TPU nodes sit on other hosts and stay healthy.",
-        ctx,
-        expect("faulty_host", "isolate_host", suspect(FAULTY_HOST, bad_name, 2)),
-    )
+@scenario(
+    "faulty-host",
+    "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
+    f"{FAULTY_NODE} on physical host "
+    f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
+    "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
+    "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
+    "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
+    "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
+    "The other three TPU nodes sit on other hosts and stay healthy.",
+    TPU_CLUSTER,
+    expect("faulty_host", "isolate_host", suspect(FAULTY_HOST, FAULTY_NODE, 2)),
+)
+def scenario_faulty_host(sc: Scenario) -> None:
+    ctx = sc.ctx
     tpu = faulty_host_slice(sc)
     bad = tpu[2]
     image = "us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12"
@@ -151,12 +149,16 @@ def scenario_faulty_host() -> Scenario:
         sc.coordinator_stops(spec, m0)
     sc.node_registered(bad, back1 - 0.6)
     sc.training_noise(spec, "maxtext")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_single_node_failure() -> Scenario:
-    ctx = Context(
+@scenario(
+    "single-node-failure",
+    "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
+    "inside the window at T-6m (GPU Xid 79, kernel panic, hostError, TerminationEvent, "
+    "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
+    "different node had a similar failure at T-75m, before the window: it must not be "
+    "counted. Issue time is not on a whole minute (21:37:30).",
+    Context(
         "quanta-genai-prod",
         "europe-west4",
         "europe-west4-b",
@@ -164,17 +166,10 @@ def scenario_single_node_failure() -> Scenario:
         "ml-jobs",
         "mixtral-8x7b-sft",
         "2026-04-02T21:37:30Z",
-    )
-    sc = Scenario(
-        "single-node-failure",
-        "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
-        "inside the window at T-6m (GPU Xid 79, kernel panic, hostError, TerminationEvent, "
-        "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
-        "different node had a similar failure at T-75m, before the window: it must not be "
-        "counted. Issue time is not on a whole minute (21:37:30).",
-        ctx,
-        {},
-    )
+    ),
+)
+def scenario_single_node_failure(sc: Scenario) -> None:
+    ctx = sc.ctx
     mega = ("nvidia-h100-mega-80gb", 208, 1918952244)
     nodes = sc.gpu_pool("a3mega-pool", "a3-megagpu-8g", 4, *mega, hosts=True)
     old_bad, bad = nodes[3], nodes[1]
@@ -202,12 +197,17 @@ def scenario_single_node_failure() -> Scenario:
     sc.attempt(spec, 2, r0, r1, nodes, running_from={3: back0}, failed_at={1: math.ceil(ep1)})
     sc.attempt(spec, 3, r1, None, nodes, running_from={1: bad.ready_again})
     sc.training_noise(spec, "hf")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_maintenance() -> Scenario:
-    ctx = Context(
+@scenario(
+    "maintenance",
+    "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
+    "nodes go through Compute Engine host maintenance (MaintenanceEvent 'HW/SW "
+    "Maintenance', compute.instances.terminateOnHostMaintenance) at T-17m and T+4m; each "
+    "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
+    "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
+    "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
+    Context(
         "northwind-ai",
         "us-east4",
         "us-east4-a",
@@ -215,18 +215,11 @@ def scenario_maintenance() -> Scenario:
         "research",
         "dit-xl-diffusion",
         "2026-06-08T03:05:00Z",
-    )
-    sc = Scenario(
-        "maintenance",
-        "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
-        "nodes go through Compute Engine host maintenance (MaintenanceEvent 'HW/SW "
-        "Maintenance', compute.instances.terminateOnHostMaintenance) at T-17m and T+4m; each "
-        "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
-        "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
-        "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
-        ctx,
-        expect("maintenance", "plan_maintenance"),
-    )
+    ),
+    expect("maintenance", "plan_maintenance"),
+)
+def scenario_maintenance(sc: Scenario) -> None:
+    ctx = sc.ctx
     nodes = a3_pool(sc, 4)
     nodes[2].labels["cloud.google.com/scheduled-maintenance-time"] = str(
         ctx.t_ns // NS + 5 * 86400 + 7200
@@ -244,5 +237,3 @@ def scenario_maintenance() -> Scenario:
     sc.attempt(spec, 5, r2, None, nodes, running_from={3: back2})
     sc.interruption_constant("a3-pool", "MaintenanceEvent", "AutoUpgrade", 4)
     sc.training_noise(spec, "diffusion")
-    sc.kubelet_noise()
-    return sc

@@ -9,14 +9,27 @@ from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, spans
 from ..builders.deterministic import NS, c10_prefix, rand_float, rand_int
 from ..builders.gpu import A3_GPU_BUS, a3_pool
 from ..builders.pytorch import NCCL_ENV, nccl_failure_lines
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import accelerator, expect, kubeflow_job, nodepool, resources, suspect
 
 TF_FAULTY_HOST = "4e1f9a07c3b2d5e6f7a8091b2c3d4e5f"
 
 
-def scenario_tfjob_faulty_host() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tfjob-faulty-host",
+    "Kubeflow TFJob (ParameterServerStrategy: Chief + PS on CPU nodes, 4 GPU Workers on "
+    "A3 High H100 reserved-block nodes, restartPolicy ExitCode). Worker 2's node "
+    "gke-a3-vision-usc1-a3-res-pool-5c2e8d1a-q8v3 sits on physical host "
+    f"{TF_FAULTY_HOST}, which fails twice inside the window: at T-16m (Xid 48 DBE, Xid "
+    "79, APEI hardware error, kernel panic, hostError, TerminationEvent, NodeNotReady, "
+    "Ready=Unknown for 4 min, automaticRestart) and at T+9m (machine check, Xid 79, "
+    "kernel panic, same chain). Each time the pod fails (exit code 137) and the operator "
+    "re-creates resnet50-ps-worker-2 under the same name (TFJobRestarting, "
+    "training_operator_jobs_restarted_total{job_namespace=ml-jobs,framework=tensorflow} "
+    "3 -> 6, of which +2 inside the window). The counter has no job label: its earlier "
+    "step at T-50m belongs to another TFJob of the namespace (wide-deep-ctr). The Chief "
+    "(the coordinator) logs the worker's UnavailableError and keeps training.",
+    Context(
         "lumen-vision-prod",
         "us-central1",
         "us-central1-c",
@@ -25,24 +38,10 @@ def scenario_tfjob_faulty_host() -> Scenario:
         "resnet50-ps",
         "2026-10-06T13:40:00Z",
         workload_kind="tfjob",
-    )
-    sc = Scenario(
-        "tfjob-faulty-host",
-        "Kubeflow TFJob (ParameterServerStrategy: Chief + PS on CPU nodes, 4 GPU Workers on "
-        "A3 High H100 reserved-block nodes, restartPolicy ExitCode). Worker 2's node "
-        "gke-a3-vision-usc1-a3-res-pool-5c2e8d1a-q8v3 sits on physical host "
-        f"{TF_FAULTY_HOST}, which fails twice inside the window: at T-16m (Xid 48 DBE, Xid "
-        "79, APEI hardware error, kernel panic, hostError, TerminationEvent, NodeNotReady, "
-        "Ready=Unknown for 4 min, automaticRestart) and at T+9m (machine check, Xid 79, "
-        "kernel panic, same chain). Each time the pod fails (exit code 137) and the operator "
-        "re-creates resnet50-ps-worker-2 under the same name (TFJobRestarting, "
-        "training_operator_jobs_restarted_total{job_namespace=ml-jobs,framework=tensorflow} "
-        "3 -> 6, of which +2 inside the window). The counter has no job label: its earlier "
-        "step at T-50m belongs to another TFJob of the namespace (wide-deep-ctr). The Chief "
-        "(the coordinator) logs the worker's UnavailableError and keeps training.",
-        ctx,
-        {},
-    )
+    ),
+)
+def scenario_tfjob_faulty_host(sc: Scenario) -> None:
+    ctx = sc.ctx
     reservation = {
         "cloud.google.com/reservation-name": "a3-vision-usc1-block",
         "cloud.google.com/reservation-affinity": "specific",
@@ -185,12 +184,24 @@ def scenario_tfjob_faulty_host() -> Scenario:
         sc.glog_line(pod, r + 1.21, at + 90_000_000, ptid, "grpc_server_lib.cc:467", server)
         recovered = f"Worker {w} has been recovered."
         sc.glog_line(chief, r + 1.25, at + 4 * NS, tid, "cluster_coordinator.py:901", recovered)
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_pytorchjob_nccl_timeout() -> Scenario:
-    ctx = Context(
+@scenario(
+    "pytorchjob-nccl-timeout",
+    "Kubeflow PyTorchJob (Master + 7 Workers, one A100 each on A2 nodes, restartPolicy "
+    "ExitCode, plain python launcher so an abort exits 134). Training hangs in an "
+    "all-reduce about 8 minutes after every (re)start; after 600 s every rank's NCCL "
+    "watchdog fires (the Master, rank 0, logs Watchdog caught collective operation "
+    "timeout and the DistBackendError abort), all 8 pods exit 134 and the operator "
+    "re-creates them under the same names at T-21m, T-1m and T+19m (T-41m is before the "
+    "window). Each restart records two PyTorchJobRestarting events (1 Master, 7 Worker "
+    "replica(s)) and two counter steps, so "
+    "training_operator_jobs_restarted_total{job_namespace=nlp-train,framework=pytorch} "
+    "rises by 6 for 3 restarts. Worker 0 logs its own watchdog line first; the Master "
+    "is the coordinator. Another PyTorchJob (roberta-sweep-3, namespace nlp-eval) "
+    "restarts at T+5m and T+24m: its counter series (first sample inside the window) "
+    "and events must be ignored. Nodes are healthy; A2 nodes carry no topology labels.",
+    Context(
         "sable-nlp-lab",
         "europe-west4",
         "europe-west4-a",
@@ -199,25 +210,11 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
         "bert-ddp",
         "2026-11-23T07:10:00Z",
         workload_kind="pytorchjob",
-    )
-    sc = Scenario(
-        "pytorchjob-nccl-timeout",
-        "Kubeflow PyTorchJob (Master + 7 Workers, one A100 each on A2 nodes, restartPolicy "
-        "ExitCode, plain python launcher so an abort exits 134). Training hangs in an "
-        "all-reduce about 8 minutes after every (re)start; after 600 s every rank's NCCL "
-        "watchdog fires (the Master, rank 0, logs Watchdog caught collective operation "
-        "timeout and the DistBackendError abort), all 8 pods exit 134 and the operator "
-        "re-creates them under the same names at T-21m, T-1m and T+19m (T-41m is before the "
-        "window). Each restart records two PyTorchJobRestarting events (1 Master, 7 Worker "
-        "replica(s)) and two counter steps, so "
-        "training_operator_jobs_restarted_total{job_namespace=nlp-train,framework=pytorch} "
-        "rises by 6 for 3 restarts. Worker 0 logs its own watchdog line first; the Master "
-        "is the coordinator. Another PyTorchJob (roberta-sweep-3, namespace nlp-eval) "
-        "restarts at T+5m and T+24m: its counter series (first sample inside the window) "
-        "and events must be ignored. Nodes are healthy; A2 nodes carry no topology labels.",
-        ctx,
-        expect("application", "inspect_application"),
-    )
+    ),
+    expect("application", "inspect_application"),
+)
+def scenario_pytorchjob_nccl_timeout(sc: Scenario) -> None:
+    ctx = sc.ctx
     a100 = sc.gpu_pool("a100-pool", "a2-highgpu-1g", 8, "nvidia-tesla-a100", 12, 87553420, 1)
     l4 = sc.gpu_pool("l4-pool", "g2-standard-12", 2, "nvidia-l4", 12, 49330012, 1)
     gpu_res = resources("10", "72Gi", 1)
@@ -341,5 +338,3 @@ def scenario_pytorchjob_nccl_timeout() -> Scenario:
                 stderr=True,
                 at_ns=t + rand_int(400_000, 3_000_000, "lag", t),
             )
-    sc.kubelet_noise()
-    return sc

@@ -8,7 +8,7 @@ from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KfPod, Pod
 from ..builders.deterministic import rand_float
 from ..builders.gpu import a3_pool
 from ..builders.metrics import add_memory, add_reason, oom_usage, since, steady
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import (
     accelerator,
     expect,
@@ -20,8 +20,18 @@ from ..builders.templates import (
 from ..builders.workload import jobset_restarting, kernel_oom, oom_killed
 
 
-def scenario_jobset_oom() -> Scenario:
-    ctx = Context(
+@scenario(
+    "jobset-oom-killed",
+    "A3 High GPU JobSet (1 x 4 pods, container trainer, memory limit 160Gi). The "
+    "packed-sequence data loader of worker 2 leaks host memory: its working set climbs "
+    "to the limit and the kernel OOM-kills the container at T-21.6m, T-2.6m and T+17.4m "
+    "(oom-kill line naming the pod's memory cgroup, node-problem-detector OOMKilling, "
+    "the kubelet's status patch OOMKilled in the audit log). Each time the Job fails and "
+    "the JobSet restarts (Restarting event, kube_jobset_restarts 3 -> 6); the garbage "
+    "collector deletes the old pods, the OOM-killed one with its OOMKilled status. "
+    "Nodes stay Ready, no interruption; the other workers are terminated by the restart "
+    "(exit code 143), not OOM-killed.",
+    Context(
         "helios-ml-prod",
         "us-central1",
         "us-central1-b",
@@ -29,21 +39,11 @@ def scenario_jobset_oom() -> Scenario:
         "llm",
         "mistral-7b-sft",
         "2026-08-12T10:30:00Z",
-    )
-    sc = Scenario(
-        "jobset-oom-killed",
-        "A3 High GPU JobSet (1 x 4 pods, container trainer, memory limit 160Gi). The "
-        "packed-sequence data loader of worker 2 leaks host memory: its working set climbs "
-        "to the limit and the kernel OOM-kills the container at T-21.6m, T-2.6m and T+17.4m "
-        "(oom-kill line naming the pod's memory cgroup, node-problem-detector OOMKilling, "
-        "the kubelet's status patch OOMKilled in the audit log). Each time the Job fails and "
-        "the JobSet restarts (Restarting event, kube_jobset_restarts 3 -> 6); the garbage "
-        "collector deletes the old pods, the OOM-killed one with its OOMKilled status. "
-        "Nodes stay Ready, no interruption; the other workers are terminated by the restart "
-        "(exit code 143), not OOM-killed.",
-        ctx,
-        expect("out_of_memory", "fix_memory"),
-    )
+    ),
+    expect("out_of_memory", "fix_memory"),
+)
+def scenario_jobset_oom(sc: Scenario) -> None:
+    ctx = sc.ctx
     nodes = a3_pool(sc, 4, hosts=False)
     image = "us-central1-docker.pkg.dev/helios-ml-prod/llm/sft-trainer:2026.08.05"
     h100 = "nvidia-h100-80gb"
@@ -66,12 +66,19 @@ def scenario_jobset_oom() -> Scenario:
                 sc, pod, usage if isinstance(pod, Pod) and pod.p == 2 else steady(pod, 0.55, 0.03)
             )
     sc.training_noise(spec, "hf")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_tfjob_oom() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tfjob-oom-killed",
+    "Kubeflow TFJob (ParameterServerStrategy: Chief, 2 PS on CPU nodes, 4 GPU Workers, "
+    "restartPolicy ExitCode). Parameter server PS 1 holds the growing embedding tables: "
+    "its working set climbs to its 96Gi limit and the kernel OOM-kills it at T-17.4m "
+    "and T+6.6m (oom-kill line naming the pod's memory cgroup, OOMKilling event, "
+    "kube_pod_container_status_terminated_reason OOMKilled: the pod runs with "
+    "restartPolicy Never, so there is no last-terminated state). The operator sees exit "
+    "code 137 (ExitedWithCode; 137 alone would prove nothing), re-creates dlrm-ps-ps-1 "
+    "and records TFJobRestarting (counter 0 -> 2).",
+    Context(
         "corvid-recsys",
         "europe-west1",
         "europe-west1-c",
@@ -80,20 +87,11 @@ def scenario_tfjob_oom() -> Scenario:
         "dlrm-ps",
         "2026-09-03T18:20:00Z",
         workload_kind="tfjob",
-    )
-    sc = Scenario(
-        "tfjob-oom-killed",
-        "Kubeflow TFJob (ParameterServerStrategy: Chief, 2 PS on CPU nodes, 4 GPU Workers, "
-        "restartPolicy ExitCode). Parameter server PS 1 holds the growing embedding tables: "
-        "its working set climbs to its 96Gi limit and the kernel OOM-kills it at T-17.4m "
-        "and T+6.6m (oom-kill line naming the pod's memory cgroup, OOMKilling event, "
-        "kube_pod_container_status_terminated_reason OOMKilled: the pod runs with "
-        "restartPolicy Never, so there is no last-terminated state). The operator sees exit "
-        "code 137 (ExitedWithCode; 137 alone would prove nothing), re-creates dlrm-ps-ps-1 "
-        "and records TFJobRestarting (counter 0 -> 2).",
-        ctx,
-        expect("out_of_memory", "fix_memory"),
-    )
+    ),
+    expect("out_of_memory", "fix_memory"),
+)
+def scenario_tfjob_oom(sc: Scenario) -> None:
+    ctx = sc.ctx
     cpus = sc.add_pool(
         "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
     )
@@ -145,5 +143,3 @@ def scenario_tfjob_oom() -> Scenario:
     for m0 in fails:
         at = ctx.at(m0 + 0.2, "tf-ps-lost", m0)
         sc.glog_line(chief, m0 + 0.2, at, tid, "cluster_coordinator.py:793", lost, "W")
-    sc.kubelet_noise()
-    return sc

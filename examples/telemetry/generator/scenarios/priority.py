@@ -8,13 +8,22 @@ from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KfPod
 from ..builders.deterministic import K8S_ALPHABET, rand_float, rand_str
 from ..builders.metrics import add_pod_info
 from ..builders.pods import Deployment, deployment_pod, priority_hook
-from ..builders.scenario import Scenario
+from ..builders.scenario import Scenario, scenario
 from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
 from ..builders.workload import jobset_restarting, preempted
 
 
-def scenario_jobset_priority_preemption() -> Scenario:
-    ctx = Context(
+@scenario(
+    "jobset-preempted-by-priority",
+    "A JobSet (1 x 4 pods, PriorityClass offline-low, value 1000) shares an A2 GPU pool "
+    "with the online ranker (namespace serving, PriorityClass online-critical, value "
+    "100000). The ranker's autoscaler adds a GPU pod at T-12.3m and at T+19.2m: the "
+    "scheduler preempts the training pod on node ...-k4d8 (Preempted, related = the "
+    "ranker pod; DisruptionTarget PreemptionByScheduler), the Job fails and the JobSet "
+    "restarts (2 -> 4). Until the ranker scales in at T+2m the re-created pod 3 is "
+    "unschedulable (FailedScheduling Insufficient nvidia.com/gpu): a consequence, not "
+    "missing capacity. Nodes stay Ready, no interruption.",
+    Context(
         "orbit-ai-shared",
         "us-east4",
         "us-east4-c",
@@ -22,20 +31,11 @@ def scenario_jobset_priority_preemption() -> Scenario:
         "research",
         "vit-pretrain",
         "2026-04-21T15:05:00Z",
-    )
-    sc = Scenario(
-        "jobset-preempted-by-priority",
-        "A JobSet (1 x 4 pods, PriorityClass offline-low, value 1000) shares an A2 GPU pool "
-        "with the online ranker (namespace serving, PriorityClass online-critical, value "
-        "100000). The ranker's autoscaler adds a GPU pod at T-12.3m and at T+19.2m: the "
-        "scheduler preempts the training pod on node ...-k4d8 (Preempted, related = the "
-        "ranker pod; DisruptionTarget PreemptionByScheduler), the Job fails and the JobSet "
-        "restarts (2 -> 4). Until the ranker scales in at T+2m the re-created pod 3 is "
-        "unschedulable (FailedScheduling Insufficient nvidia.com/gpu): a consequence, not "
-        "missing capacity. Nodes stay Ready, no interruption.",
-        ctx,
-        expect("priority_preemption", "protect_priority"),
-    )
+    ),
+    expect("priority_preemption", "protect_priority"),
+)
+def scenario_jobset_priority_preemption(sc: Scenario) -> None:
+    ctx = sc.ctx
     a100 = ("nvidia-tesla-a100", 96, 696267776)
     suffixes = ["b2n7", "f6q1", "m9x3", "k4d8"]
     nodes = sc.gpu_pool("a2-pool", "a2-highgpu-8g", 4, *a100, suffixes=suffixes)
@@ -92,12 +92,17 @@ def scenario_jobset_priority_preemption() -> Scenario:
     for pod in sc.pods:
         add_pod_info(sc, pod, "offline-low", ("Job", spec.job_name(0)))
     sc.training_noise(spec, "hf")
-    sc.kubelet_noise()
-    return sc
 
 
-def scenario_tfjob_priority_preemption() -> Scenario:
-    ctx = Context(
+@scenario(
+    "tfjob-preempted-by-priority",
+    "Kubeflow TFJob on shared CPU nodes (Chief, PS, 3 Workers, PriorityClass "
+    "offline-low value 1000, the low tier of an online/offline co-location). The online "
+    "search-frontend Deployment (namespace online, PriorityClass online-high value "
+    "1000000) scales out at T-9.5m and T+14.5m; the scheduler preempts Worker 1 each "
+    "time (Preempted, related = the frontend pod). The worker exits 143, the operator "
+    "re-creates it (ExitedWithCode, TFJobRestarting; counter 4 -> 6).",
+    Context(
         "nimbus-adtech",
         "asia-northeast1",
         "asia-northeast1-a",
@@ -106,18 +111,11 @@ def scenario_tfjob_priority_preemption() -> Scenario:
         "ctr-wide-deep",
         "2026-12-08T02:15:00Z",
         workload_kind="tfjob",
-    )
-    sc = Scenario(
-        "tfjob-preempted-by-priority",
-        "Kubeflow TFJob on shared CPU nodes (Chief, PS, 3 Workers, PriorityClass "
-        "offline-low value 1000, the low tier of an online/offline co-location). The online "
-        "search-frontend Deployment (namespace online, PriorityClass online-high value "
-        "1000000) scales out at T-9.5m and T+14.5m; the scheduler preempts Worker 1 each "
-        "time (Preempted, related = the frontend pod). The worker exits 143, the operator "
-        "re-creates it (ExitedWithCode, TFJobRestarting; counter 4 -> 6).",
-        ctx,
-        expect("priority_preemption", "protect_priority"),
-    )
+    ),
+    expect("priority_preemption", "protect_priority"),
+)
+def scenario_tfjob_priority_preemption(sc: Scenario) -> None:
+    ctx = sc.ctx
     cpus = sc.add_pool(
         "shared-pool", "n2-standard-64", 5, capacity={"cpu": "64", "memory": "263965424Ki"}
     )
@@ -166,5 +164,3 @@ def scenario_tfjob_priority_preemption() -> Scenario:
         loss = 0.39 + rand_float(-0.01, 0.01, "l", m)
         text = f"loss = {loss:.5f}, step = {50_000 + 90 * (m + 90)}"
         sc.glog_line(chief, m + 0.3, at, tid, "estimator.py:2297", text)
-    sc.kubelet_noise()
-    return sc

@@ -1,5 +1,12 @@
-"""JobSet restart-counting scenarios (issue 28): restarts the ``kube_jobset_restarts`` gauge does
-not show, with ``jobsets.json``.
+"""JobSet restart-counting scenarios (issue 28): restarts the ``kube_jobset_restarts`` gauge
+does not show, each with ``jobsets.json`` (``kubectl get jobsets -A -o json``, snapshot at
+T+35m):
+
+- ``jobset-restartjob-gauge-flat``: a JobSet (v0.12, feature gate RestartJob) whose
+  failure policy restarts one Job (``RestartJob``): ``status.restarts`` and so the gauge
+  stay 0; the Events, ``jobRestarts`` and the pods' ``job-restart-attempt`` label count.
+- ``jobset-recreated-after-ttl``: a JobSet that reached ``maxRestarts``, was deleted by its
+  TTL and recreated under the same name (a new uid, the gauge back to 0).
 """
 
 from __future__ import annotations
@@ -8,40 +15,37 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, JobSetSpec, Node, Pod
-from ..builders.deterministic import K8S_ALPHABET, fmt_ts, rand_float, rand_int, rand_str, rand_uuid
-from ..builders.metrics import add_memory, add_reason, since
-from ..builders.pods import failed_status
+from ..builders.cluster import (
+    FIRST_MINUTE,
+    LAST_MINUTE,
+    Context,
+    JobSetSpec,
+    Node,
+    Pod,
+    lifecycle,
+    spans,
+)
+from ..builders.deterministic import K8S_ALPHABET, rand_float, rand_int, rand_str, rand_uuid
+from ..builders.gpu import a3_pool
+from ..builders.jobsets import job_status, jobset_object
+from ..builders.metrics import add_memory, steady
 from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario
-from ..builders.templates import GPU_TAINT, GPU_TOLERATION, expect, gpu_capacity, gpu_labels
-from ..builders.workload import audit_gc_delete, audit_oom_patch, jobset_event, kernel_oom
+from ..builders.scenario import Scenario, scenario
+from ..builders.templates import expect, gpu_jobset
+from ..builders.workload import jobset_event, oom_killed
 
 #: kubernetes-sigs/jobset v0.12.0 pkg/constants/constants.go.
 JOB_RESTART_ATTEMPT = "jobset.sigs.k8s.io/job-restart-attempt"
+RESTART_JOB = ("RestartJobFailurePolicyAction", "applying RestartJob failure policy action")
+RESTART_JOBSET = (
+    "RestartJobSetFailurePolicyAction",
+    "applying RestartJobSet failure policy action",
+)
+MAX_RESTARTS = ("ReachedMaxRestarts", "jobset failed due to reaching max number of restarts")
 
 
-RESTART_JOB_REASON = "RestartJobFailurePolicyAction"
-
-
-RESTART_JOB_MESSAGE = "applying RestartJob failure policy action"
-
-
-RESTART_JOBSET_REASON = "RestartJobSetFailurePolicyAction"
-
-
-RESTART_JOBSET_MESSAGE = "applying RestartJobSet failure policy action"
-
-
-MAX_RESTARTS_REASON = "ReachedMaxRestarts"
-
-
-MAX_RESTARTS_MESSAGE = "jobset failed due to reaching max number of restarts"
-
-
-@dataclass
+@dataclass(kw_only=True)
 class GenPod(Pod):
     """A JobSet pod of one JobSet uid (a recreated JobSet has another), with the per-Job
     ``job-restart-attempt`` label when the RestartJob feature gate is on."""
@@ -57,13 +61,10 @@ class GenPod(Pod):
 
 
 class RestartsScenario(Scenario):
-    """A scenario with a hand-drawn ``kube_jobset_restarts`` (it may fall: a new JobSet)
-    and a ``jobsets.json``."""
+    """A scenario with a hand-drawn ``kube_jobset_restarts`` of the workload (it may fall:
+    a new JobSet); ``gauge(minute)`` is None while no JobSet exists."""
 
-    def __init__(self, *args: Any, gauge: Callable[[int], int | None], jobset: dict[str, Any]):
-        super().__init__(*args)
-        self.gauge = gauge
-        self.documents["jobsets.json"] = [jobset]
+    gauge: Callable[[int], int | None] = staticmethod(lambda m: 0)
 
     def metrics_text(self) -> str:
         text = super().metrics_text()
@@ -84,6 +85,13 @@ class RestartsScenario(Scenario):
             out.append(line)
         return "\n".join(out) + "\n"
 
+    def controller_event(
+        self, spec: JobSetSpec, m: float, event: tuple[str, str], job: int
+    ) -> None:
+        """A JobSet controller Event (reason, message) that names the first failed Job."""
+        reason, message = event
+        jobset_event(self, spec, m, reason, f"{message} (first failed job: {spec.job_name(job)})")
+
 
 def make_pod(
     sc: Scenario,
@@ -100,13 +108,8 @@ def make_pod(
     failed_m: int | None = None,
 ) -> GenPod:
     """One pod of Job ``j`` of one JobSet uid (``gen``), Running a minute after creation."""
-    name = (
-        f"{spec.job_name(j)}-{p}-"
-        f"{rand_str(K8S_ALPHABET, 5, sc.ctx.cluster, spec.name, gen, attempt, job_attempt, j, p)}"
-    )
-    phases = [(start_m, "Pending"), (start_m + 1, "Running")]
-    if failed_m is not None:
-        phases.append((failed_m, "Failed"))
+    key = (sc.ctx.cluster, spec.name, gen, attempt, job_attempt, j, p)
+    name = f"{spec.job_name(j)}-{p}-{rand_str(K8S_ALPHABET, 5, *key)}"
     pod = GenPod(
         spec=spec,
         namespace=sc.ctx.namespace,
@@ -117,22 +120,15 @@ def make_pod(
         node=node,
         start_m=start_m,
         created_ns=sc.ctx.at(start_m - 0.9, "created", name),
-        phases=phases,
+        phases=lifecycle(start_m, start_m + 1, failed_m),
         end_m=end_m,
-        ip=f"10.{rand_int(64, 120, 'pods', sc.ctx.cluster)}."
-        f"{rand_int(2, 250, 'pip', name)}.{rand_int(2, 250, 'pip2', name)}",
+        ip=sc.ctx.pod_ip(name),
         gen_uid=gen,
         job_attempt=job_attempt,
     )
     sc.pods.append(pod)
     if FIRST_MINUTE <= start_m <= LAST_MINUTE:
-        sc.event_pod(
-            pod,
-            start_m - 0.85 + 0.01 * j,
-            "Scheduled",
-            f"Successfully assigned {pod.namespace}/{pod.name} to {node.name}",
-            component="default-scheduler",
-        )
+        sc.scheduled(pod, start_m - 0.85 + 0.01 * j)
     return pod
 
 
@@ -151,67 +147,17 @@ def step_lines(sc: Scenario, pod: Pod, first: int, last: int, every: int = 3) ->
         )
 
 
-def jobset_object(
-    sc: Scenario,
-    spec: JobSetSpec,
-    *,
-    uid: str,
-    created_m: float,
-    status: dict[str, Any],
-    failure_policy: dict[str, Any],
-    ttl: int | None = None,
-) -> dict[str, Any]:
-    """A JobSet as ``kubectl get jobsets -o json`` prints it (jobset_types.go v0.12.0)."""
-    template = {
-        "spec": {
-            "backoffLimit": 0,
-            "completionMode": "Indexed",
-            "completions": spec.parallelism,
-            "parallelism": spec.parallelism,
-            "template": {
-                "spec": {
-                    "containers": [
-                        {
-                            "image": spec.image,
-                            "name": spec.container,
-                            "resources": {"limits": dict(spec.resources)},
-                        }
-                    ],
-                    "nodeSelector": dict(spec.node_selector),
-                    "restartPolicy": "Never",
-                    "tolerations": list(spec.tolerations),
-                }
-            },
-        }
-    }
-    js_spec: dict[str, Any] = {
-        "failurePolicy": failure_policy,
-        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
-        "replicatedJobs": [{"name": spec.rjob, "replicas": spec.replicas, "template": template}],
-        "startupPolicy": {"startupPolicyOrder": "AnyOrder"},
-        "successPolicy": {"operator": "All"},
-        "suspend": False,
-    }
-    if ttl is not None:
-        js_spec["ttlSecondsAfterFinished"] = ttl
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {
-            "creationTimestamp": fmt_ts(sc.ctx.at(created_m, "jobset", uid), 0),
-            "generation": 1,
-            "name": spec.name,
-            "namespace": sc.ctx.namespace,
-            "resourceVersion": str(rand_int(10**7, 10**8, "jsrv", uid)),
-            "uid": uid,
-        },
-        "spec": js_spec,
-        "status": status,
-    }
-
-
-def scenario_restartjob_gauge_flat() -> RestartsScenario:
-    ctx = Context(
+@scenario(
+    "jobset-restartjob-gauge-flat",
+    "A3 Ultra (H200) JobSet of 4 Jobs x 1 pod on JobSet v0.12 with the RestartJob "
+    "feature gate; its failure policy recreates only the failed Job (action RestartJob). "
+    "The data loader of Job 2 leaks host memory and the kernel OOM-kills its container "
+    "at T-71.4m, T-16.4m and T+6.6m (oom-kill line, the kubelet's OOMKilled status "
+    "patch); each time the controller records RestartJobFailurePolicyAction on the "
+    "JobSet and recreates Job 2 with job-restart-attempt 1, 2, 3. status.restarts, and "
+    "so kube_jobset_restarts, stays 0 all along; jobsets.json shows jobRestarts "
+    "[0, 0, 3, 0]. Jobs 0, 1 and 3 keep running; nodes are healthy.",
+    Context(
         "orbit-ml-prod",
         "us-east5",
         "us-east5-a",
@@ -219,86 +165,47 @@ def scenario_restartjob_gauge_flat() -> RestartsScenario:
         "pretrain",
         "olmo-13b-pretrain",
         "2026-06-17T14:20:00Z",
-    )
+    ),
+    expect("out_of_memory", "fix_memory"),
+    kind=RestartsScenario,
+)
+def scenario_restartjob_gauge_flat(sc: RestartsScenario) -> None:
+    ctx = sc.ctx
     restarts_at = [-70, -15, 8]  # RestartJob of job 2; -70 is before the window
     fails = [m - 1.4 for m in restarts_at]
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="workers",
-        replicas=4,
-        parallelism=1,
-        container="trainer",
-        image="us-east5-docker.pkg.dev/orbit-ml-prod/llm/olmo-trainer:2026.06.10",
-        resources={"cpu": "200", "memory": "1400Gi", "nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"},
-        tolerations=GPU_TOLERATION,
+    image = "us-east5-docker.pkg.dev/orbit-ml-prod/llm/olmo-trainer:2026.06.10"
+    h200 = ("nvidia-h200-141gb", 224, 2964884540)
+    jobs = {"replicas": 4, "parallelism": 1}
+    spec = gpu_jobset(ctx.workload, "trainer", image, h200[0], cpu="200", memory="1400Gi", **jobs)
+    uid = sc.jobset_uid(ctx.workload)
+    restarted = [0, 0, 3, 0]
+    status = job_status(
+        spec.rjob,
+        active=4,
+        failed=0,
+        ready=4,
+        jobRestarts=restarted,
+        jobRestartsCountTowardsMax=restarted,
     )
-    uid = rand_uuid("jobset", ctx.cluster, ctx.workload)
-    policy = {
-        "maxRestarts": 10,
-        "rules": [
-            {"action": "RestartJob", "name": "restart-failed-job", "onJobFailureReasons": []}
-        ],
-    }
-    status = {
-        "conditions": [],
-        "replicatedJobsStatus": [
-            {
-                "active": 4,
-                "failed": 0,
-                "jobRestarts": [0, 0, 3, 0],
-                "jobRestartsCountTowardsMax": [0, 0, 3, 0],
-                "name": spec.rjob,
-                "ready": 4,
-                "succeeded": 0,
-                "suspended": 0,
-            }
-        ],
-        "restarts": 0,
-    }
-    sc = RestartsScenario(
-        "jobset-restartjob-gauge-flat",
-        "A3 Ultra (H200) JobSet of 4 Jobs x 1 pod on JobSet v0.12 with the RestartJob "
-        "feature gate; its failure policy recreates only the failed Job (action RestartJob). "
-        "The data loader of Job 2 leaks host memory and the kernel OOM-kills its container "
-        "at T-71.4m, T-16.4m and T+6.6m (oom-kill line, the kubelet's OOMKilled status "
-        "patch); each time the controller records RestartJobFailurePolicyAction on the "
-        "JobSet and recreates Job 2 with job-restart-attempt 1, 2, 3. status.restarts, and "
-        "so kube_jobset_restarts, stays 0 all along; jobsets.json shows jobRestarts "
-        "[0, 0, 3, 0]. Jobs 0, 1 and 3 keep running; nodes are healthy.",
-        ctx,
-        expect("out_of_memory", "fix_memory"),
-        gauge=lambda m: 0,
-        jobset=jobset_object(
-            sc_stub(ctx), spec, uid=uid, created_m=-400, status=status, failure_policy=policy
-        ),
-    )
-    nodes = sc.add_pool(
-        "a3u-pool",
-        "a3-ultragpu-8g",
-        4,
-        labels=gpu_labels("nvidia-h200-141gb"),
-        capacity=gpu_capacity(224, 2964884540),
-        taints=GPU_TAINT,
-    )
-    sc.add_jobset(spec, 0, [])
-    for j in (0, 1, 3):
-        pod = make_pod(
-            sc,
+    rule = {"action": "RestartJob", "name": "restart-failed-job", "onJobFailureReasons": []}
+    sc.documents["jobsets.json"] = [
+        jobset_object(
             spec,
-            j,
-            0,
-            node=nodes[j],
-            start_m=-400,
-            end_m=None,
-            attempt=0,
-            gen=uid,
-            job_attempt=0,
+            ctx.namespace,
+            uid=uid,
+            created_ns=ctx.at(-400, "jobset", uid),
+            version_key=uid,
+            failure_policy={"maxRestarts": 10, "rules": [rule]},
+            status={"conditions": [], "replicatedJobsStatus": [status], "restarts": 0},
         )
+    ]
+    nodes = sc.gpu_pool("a3u-pool", "a3-ultragpu-8g", 4, *h200)
+    sc.add_jobset(spec, 0, [])
+    at = {"start_m": -400, "end_m": None, "attempt": 0, "gen": uid, "job_attempt": 0}
+    for j in (0, 1, 3):
+        pod = make_pod(sc, spec, j, 0, node=nodes[j], **at)  # type: ignore[arg-type]
         step_lines(sc, pod, -399, LAST_MINUTE + 1, every=4 + j)
-    starts = [-400, *restarts_at]
-    for k, start in enumerate(starts):
-        end = starts[k + 1] if k + 1 < len(starts) else None
+    for k, start, end in spans([-400, *restarts_at]):
         failed = math.ceil(fails[k]) if end is not None else None
         pod = make_pod(
             sc,
@@ -321,35 +228,25 @@ def scenario_restartjob_gauge_flat() -> RestartsScenario:
         )
         if end is None:
             continue
-        m0 = fails[k]
-        kernel_oom(sc, pod, m0)
-        audit_oom_patch(sc, pod, m0 + 0.03, started_m=start + 0.7)
-        jobset_event(
-            sc,
-            spec,
-            end - 0.55,
-            RESTART_JOB_REASON,
-            f"{RESTART_JOB_MESSAGE} (first failed job: {spec.job_name(2)})",
-        )
-        status_obj = failed_status(sc, pod, m0, start + 0.7, reason="OOMKilled", code=137)
-        audit_gc_delete(sc, pod, end - 0.5, status_obj)
-        add_reason(
-            sc,
-            "kube_pod_container_status_terminated_reason",
-            pod,
-            "OOMKilled",
-            since(math.ceil(m0)),
-            container="trainer",
-        )
+        oom_killed(sc, pod, fails[k], start + 0.7, deleted_m=end - 0.5)
+        sc.controller_event(spec, end - 0.55, RESTART_JOB, 2)
     for pod in sc.pods:
         if pod.j != 2 and isinstance(pod, Pod):
-            add_memory(sc, pod, lambda m, p=pod: 0.5 + rand_float(-0.03, 0.03, "m", p.name, m))
-    sc.kubelet_noise()
-    return sc
+            add_memory(sc, pod, steady(pod, 0.5, 0.03))
 
 
-def scenario_recreated_after_ttl() -> RestartsScenario:
-    ctx = Context(
+@scenario(
+    "jobset-recreated-after-ttl",
+    "H100 JobSet of 1 Job x 2 pods with failurePolicy maxRestarts 1 and "
+    "ttlSecondsAfterFinished 90, recreated under the same name whenever it ends (as "
+    "Kubeflow Trainer does for a TrainJob). The first JobSet restarts once at T-58m "
+    "(kube_jobset_restarts 0 -> 1, RestartJobSetFailurePolicyAction); at T-24m the "
+    "all-reduce hangs again, the NCCL watchdog on the coordinator times out, and the "
+    "JobSet fails (ReachedMaxRestarts). Its TTL deletes it at T-22m; at T-21m a new "
+    "JobSet of the same name (a new uid) starts from 0: the gauge falls 1 -> 0 and stays "
+    "flat. Pods and their logs carry the old and the new jobset-uid; jobsets.json holds "
+    "the new JobSet, created inside the window. Nodes are healthy.",
+    Context(
         "nimbus-ai-prod",
         "europe-west4",
         "europe-west4-b",
@@ -357,21 +254,17 @@ def scenario_recreated_after_ttl() -> RestartsScenario:
         "finetune",
         "qwen3-32b-sft",
         "2026-09-24T05:40:00Z",
-    )
-    spec = JobSetSpec(
-        name=ctx.workload,
-        rjob="node",
-        replicas=1,
-        parallelism=2,
-        container="pytorch",
-        image="europe-west4-docker.pkg.dev/nimbus-ai-prod/ft/sft:2026.09.20",
-        resources={"nvidia.com/gpu": "8"},
-        node_selector={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-        tolerations=GPU_TOLERATION,
-        coordinator_label=True,
-    )
-    # The first JobSet's uid is the one generate.py's Events name (Scenario.jobset_uid).
-    old = rand_uuid("jobset", ctx.cluster, ctx.workload)
+    ),
+    expect("application", "inspect_application"),
+    kind=RestartsScenario,
+)
+def scenario_recreated_after_ttl(sc: RestartsScenario) -> None:
+    ctx = sc.ctx
+    image = "europe-west4-docker.pkg.dev/nimbus-ai-prod/ft/sft:2026.09.20"
+    pair = {"rjob": "node", "parallelism": 2, "coordinator_label": True}
+    spec = gpu_jobset(ctx.workload, "pytorch", image, "nvidia-h100-80gb", **pair)
+    # The first JobSet's uid is the one the scenario's Events name (Scenario.jobset_uid).
+    old = sc.jobset_uid(ctx.workload)
     new = rand_uuid("jobset", ctx.cluster, ctx.workload, "recreated")
     restart_m, fail_m, deleted_m, recreated_m = -58, -24, -22, -21
 
@@ -384,53 +277,21 @@ def scenario_recreated_after_ttl() -> RestartsScenario:
             return None  # deleted by its TTL, not yet recreated
         return 0  # the new JobSet (another uid) starts from 0
 
-    policy = {"maxRestarts": 1, "restartStrategy": "Recreate"}
-    status = {
-        "conditions": [],
-        "replicatedJobsStatus": [
-            {
-                "active": 1,
-                "failed": 0,
-                "name": spec.rjob,
-                "ready": 1,
-                "succeeded": 0,
-                "suspended": 0,
-            }
-        ],
-        "restarts": 0,
-    }
-    sc = RestartsScenario(
-        "jobset-recreated-after-ttl",
-        "H100 JobSet of 1 Job x 2 pods with failurePolicy maxRestarts 1 and "
-        "ttlSecondsAfterFinished 90, recreated under the same name whenever it ends (as "
-        "Kubeflow Trainer does for a TrainJob). The first JobSet restarts once at T-58m "
-        "(kube_jobset_restarts 0 -> 1, RestartJobSetFailurePolicyAction); at T-24m the "
-        "all-reduce hangs again, the NCCL watchdog on the coordinator times out, and the "
-        "JobSet fails (ReachedMaxRestarts). Its TTL deletes it at T-22m; at T-21m a new "
-        "JobSet of the same name (a new uid) starts from 0: the gauge falls 1 -> 0 and stays "
-        "flat. Pods and their logs carry the old and the new jobset-uid; jobsets.json holds "
-        "the new JobSet, created inside the window. Nodes are healthy.",
-        ctx,
-        expect("application", "inspect_application"),
-        gauge=gauge,
-        jobset=jobset_object(
-            sc_stub(ctx),
+    sc.gauge = gauge
+    status = job_status(spec.rjob, active=1, failed=0, ready=1)
+    sc.documents["jobsets.json"] = [
+        jobset_object(
             spec,
+            ctx.namespace,
             uid=new,
-            created_m=recreated_m - 0.2,
-            status=status,
-            failure_policy=policy,
+            created_ns=ctx.at(recreated_m - 0.2, "jobset", new),
+            version_key=new,
+            failure_policy={"maxRestarts": 1, "restartStrategy": "Recreate"},
+            status={"conditions": [], "replicatedJobsStatus": [status], "restarts": 0},
             ttl=90,
-        ),
-    )
-    nodes = sc.add_pool(
-        "h100-pool",
-        "a3-highgpu-8g",
-        2,
-        labels=gpu_labels("nvidia-h100-80gb"),
-        capacity=gpu_capacity(208, 1919216020),
-        taints=GPU_TAINT,
-    )
+        )
+    ]
+    nodes = a3_pool(sc, 2, "h100-pool", hosts=False)
     sc.add_jobset(spec, 0, [])
     generations = [
         (old, 0, -300, restart_m, restart_m - 1),
@@ -452,30 +313,10 @@ def scenario_recreated_after_ttl() -> RestartsScenario:
                 failed_m=failed,
             )
             step_lines(sc, pod, start + 1, (failed or LAST_MINUTE + 1) - 1, every=3 + p)
-            add_memory(sc, pod, lambda m, n=pod.name: 0.5 + rand_float(-0.03, 0.03, "m", n, m))
+            add_memory(sc, pod, steady(pod, 0.5, 0.03))
             if failed is None or p:
                 continue
             seq = 61000 + 97 * attempt
-            for at, text in nccl_failure_lines(ctx, pod, failed - 0.6, seq):
-                sc.container_log(pod, failed - 0.6, text, stderr=True, at_ns=at)
-    jobset_event(
-        sc,
-        spec,
-        restart_m - 0.55,
-        RESTART_JOBSET_REASON,
-        f"{RESTART_JOBSET_MESSAGE} (first failed job: {spec.job_name(0)})",
-    )
-    jobset_event(
-        sc,
-        spec,
-        fail_m + 0.3,
-        MAX_RESTARTS_REASON,
-        f"{MAX_RESTARTS_MESSAGE} (first failed job: {spec.job_name(0)})",
-    )
-    sc.kubelet_noise()
-    return sc
-
-
-def sc_stub(ctx: Context) -> Scenario:
-    """A bare scenario for building objects before the real one exists (same clock)."""
-    return Scenario("stub", "", ctx, {})
+            sc.stderr_lines(pod, failed - 0.6, nccl_failure_lines(ctx, pod, failed - 0.6, seq))
+    sc.controller_event(spec, restart_m - 0.55, RESTART_JOBSET, 0)
+    sc.controller_event(spec, fail_m + 0.3, MAX_RESTARTS, 0)
