@@ -40,13 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from loopbreaker import logs
-from loopbreaker.app.responder import Responder
-from loopbreaker.app.settings import DEFAULT_QUERY_BUDGET, Runtime, load_settings
 from loopbreaker.chat.notify import LogNotifier
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.diagnosis.queries import RAW_SELECTORS, queries_for
 from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.model import Context, Evidence, QueryLanguage
+from loopbreaker.responder.service import Responder
+from loopbreaker.settings.load import DEFAULT_QUERY_BUDGET, Runtime, load_settings
 from loopbreaker.signals.classify import classify
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ temporary directory, as JSON Lines and as one JSON array; runs the installed
     this run (``json.load``, or ``json.loads`` of each line)          target >= 50 %
   * its stderr lines at the default verbosity                        target <= 100
 
-and, for the record, the entries/s of the streaming reader alone (``signals/files.py``,
+and, for the record, the entries/s of the streaming reader alone (``signals/files/__init__.py``,
 every item decoded and checked, nothing classified or stored). See ``measure.py``.
 
 The exit status is non-zero when a target is missed. Usage::

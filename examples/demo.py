@@ -279,9 +279,9 @@ def verify(incident_id: str, store_arg: str) -> int:
 
     sys.path.insert(0, str(ROOT / "shared"))
     from loopbreaker.app.bootstrap import build_responder
-    from loopbreaker.app.settings import load_settings
     from loopbreaker.diagnosis.evidence import TelemetryDirEvidence
     from loopbreaker.incidents.store.sqlite import SqliteStore
+    from loopbreaker.settings.load import load_settings
 
     store = SqliteStore(store_arg.removeprefix("sqlite:"))
     try:

@@ -49,8 +49,8 @@ from loopbreaker.app.bootstrap import (
     build_remediator,
     build_responder,
 )
-from loopbreaker.app.settings import Runtime, Settings, load_settings
 from loopbreaker.errors import InvalidInput, TransientError
+from loopbreaker.settings.load import Runtime, Settings, load_settings
 from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.signals.envelope import UndecodableMessage, from_cloud_event
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from loopbreaker.app import replay
-from loopbreaker.app.settings import Settings, load_settings
 from loopbreaker.approval.requests import APPROVE_ACTION
 from loopbreaker.chat import notify
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.replay import run as replay
+from loopbreaker.settings.load import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY = ROOT / "examples" / "telemetry" / "faulty-host"

@@ -27,13 +27,13 @@ from fakeservers.support import SupportServer
 from google.auth.credentials import AnonymousCredentials
 
 from loopbreaker.app.bootstrap import build_actuators, build_chat_actions, build_remediator
-from loopbreaker.app.remediation_executor import Remediator
-from loopbreaker.app.settings import Settings
 from loopbreaker.approval.requests import Target
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.remediation.executor import Remediator
 from loopbreaker.remediation.rules import RemediationPolicy
+from loopbreaker.settings.load import Settings
 
 NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
 PROJECT = "customer-ai-project-123"

@@ -26,10 +26,10 @@ from urllib.parse import unquote
 import pytest
 import test_architecture
 
-from loopbreaker.app.settings import VARIABLES, markdown_table
 from loopbreaker.cli.main import build_parser, main
 from loopbreaker.diagnosis.queries import STEP_TITLES
 from loopbreaker.model import RemediationPath, RootCause, SignalKind
+from loopbreaker.settings.load import VARIABLES, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -321,7 +321,7 @@ PLANTED = DOCS / "planted.md"
         ("Use `--workload-kind kubeflow`.", "not one of"),
         ("```sh\nmake demo && make no-such-target\n```", "`make no-such-target`"),
         ("Run `python -m loopbreaker.no_such_module`.", "no such loopbreaker module"),
-        ("Run `python -m loopbreaker.model`.", "does nothing when run"),
+        ("Run `python -m loopbreaker.timeutil`.", "does nothing when run"),
         ("Run `python -m loopbreaker.nowhere.deeper`.", "no such loopbreaker module"),
     ],
 )
@@ -336,7 +336,7 @@ def test_valid_commands_and_links_pass() -> None:
         "```sh\n$ loopbreaker diagnose --cluster C --workload W --issue-time T \\\n"
         "    [--workload-kind jobset|tfjob|pytorchjob] [--format text|json|markdown]\n"
         "loopbreaker remediate ID [--dry-run|--no-dry-run] --format=json | jq .\n"
-        "make demo   # comment\npython -m loopbreaker.app.settings\n"
+        "make demo   # comment\npython -m loopbreaker.settings.load\n"
         ".venv/bin/python -m pytest -q tests/test_docs.py\n```\n"
         "See [the CLI](cli.md#loopbreaker-diagnose), [code](../shared/loopbreaker/cli/main.py),"
         " [up](#loopbreaker-incidents) and [a site](https://example.com/x#y).\n"

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
 
-from loopbreaker.app import responder as responder_module
 from loopbreaker.app.alert_webhook import AlertWebhook
-from loopbreaker.app.responder import Responder
-from loopbreaker.app.settings import Settings
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Scope
 from loopbreaker.incidents.store.base import IncidentStore, refresh
+from loopbreaker.responder import service as responder_module
+from loopbreaker.responder.service import Responder
+from loopbreaker.settings.load import Settings
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)
 TOKEN = "am-token-5c1f0e9a7b"

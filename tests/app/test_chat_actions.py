@@ -27,11 +27,11 @@ from loopbreaker import incidents
 from loopbreaker.app.bootstrap import build_chat_actions
 from loopbreaker.app.chat_actions import REFUSAL_HEADER, ChatActions
 from loopbreaker.app.replies import Reply
-from loopbreaker.app.settings import Settings
 from loopbreaker.approval.requests import APPROVE_ACTION, REJECT_ACTION, Decision, Platform
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.settings.load import Settings
 
 
 @pytest.fixture(scope="module")
@@ -348,7 +348,7 @@ def test_slack_clicks_without_a_signing_secret_are_401(
     template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, hooks: SlackServer
 ) -> None:
     env = {k: v for k, v in K.CHAT_ENV.items() if k != "LOOPBREAKER_SLACK_SIGNING_SECRET"}
-    from loopbreaker.app.settings import load_settings
+    from loopbreaker.settings.load import load_settings
 
     desk = make_desk(template, tmp_path, certs, load_settings(env), hooks)
     desk.assert_refused(desk.approve(), 401, "Slack clicks are off")
@@ -518,7 +518,7 @@ def test_malformed_google_chat_events_are_400(desk: Desk, body: Any, reason: str
 def test_without_a_signing_key_every_click_is_refused(
     template: tuple[Path, Incident], tmp_path: Path, certs: CertsServer, hooks: SlackServer
 ) -> None:
-    from loopbreaker.app.settings import load_settings
+    from loopbreaker.settings.load import load_settings
 
     env = {k: v for k, v in K.CHAT_ENV.items() if k != "LOOPBREAKER_ACTION_SIGNING_KEY"}
     env["LOOPBREAKER_SLACK_RESPONSE_URL_PREFIX"] = hooks.url + "/actions/"

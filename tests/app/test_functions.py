@@ -17,9 +17,9 @@ from cloudevents.http import CloudEvent
 from fakes import FakeStore
 
 from loopbreaker.app.bootstrap import build_responder
-from loopbreaker.app.settings import Runtime, load_settings
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.settings.load import Runtime, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "functions" / "main.py"

@@ -47,12 +47,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from strategies import json_values
 
-from loopbreaker.app import replay
 from loopbreaker.app.chat_actions import REFUSAL_HEADER
-from loopbreaker.app.settings import load_settings
 from loopbreaker.approval.requests import TOKEN_VERSION
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.replay import run as replay
+from loopbreaker.settings.load import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "functions" / "main.py"

@@ -20,15 +20,15 @@ import pytest
 from fakes import FakeClock, FakeNotifier, FakeStore
 from test_alert_webhook import payload
 
-from loopbreaker.app import kubeflow_alerts
 from loopbreaker.app.alert_webhook import AlertWebhook
-from loopbreaker.app.responder import Responder
-from loopbreaker.app.settings import Settings
 from loopbreaker.diagnosis.evidence import TelemetryDirEvidence
 from loopbreaker.diagnosis.scope import series_namespace
 from loopbreaker.incidents import Incident, Scope
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.model import SignalKind
+from loopbreaker.responder import kubeflow_alerts
+from loopbreaker.responder.service import Responder
+from loopbreaker.settings.load import Settings
 from loopbreaker.signals import alerts
 from loopbreaker.timeutil import format_rfc3339
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from fakes import FakeClock, FakeNotifier, StoreFactory
 
-from loopbreaker.app.responder import Approvals, Responder
-from loopbreaker.app.settings import Runtime, load_settings
 from loopbreaker.incidents import State
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.responder.service import Approvals, Responder
+from loopbreaker.settings.load import Runtime, load_settings
 from loopbreaker.signals.classify import classify
 from loopbreaker.timeutil import parse_rfc3339
 

@@ -17,9 +17,9 @@ import remedkit as R
 from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeQueue
 
 from loopbreaker.app.bootstrap import build_responder
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.cli.main import main
 from loopbreaker.incidents import State
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)

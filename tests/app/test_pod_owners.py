@@ -14,9 +14,9 @@ import pytest
 from fakes import FakeStore
 from fakeservers import KubernetesServer, write_kubeconfig
 
-from loopbreaker.app.pod_owners import KubernetesPods, PodWorkloads, TelemetryPods
 from loopbreaker.errors import SourceUnavailable
 from loopbreaker.model import PodInfo, Signal
+from loopbreaker.responder.pod_owners import KubernetesPods, PodWorkloads, TelemetryPods
 from loopbreaker.signals.classify import classify
 from loopbreaker.signals.labels import workload_candidates
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopbreaker.app import replay_reader
+from loopbreaker.replay import reader as replay_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("loopbreaker")

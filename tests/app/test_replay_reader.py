@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from loopbreaker import incidents
-from loopbreaker.app import replay, replay_reader
-from loopbreaker.app.replay_reader import DELIVERY, ERROR, QUIET
-from loopbreaker.app.settings import Runtime, load_settings
+from loopbreaker.replay import reader as replay_reader
+from loopbreaker.replay import run as replay
+from loopbreaker.replay.reader import DELIVERY, ERROR, QUIET
+from loopbreaker.settings.load import Runtime, load_settings
 from loopbreaker.signals import files
 from loopbreaker.signals.envelope import Delivery
 
@@ -72,7 +73,9 @@ def test_a_reader_process_that_dies_is_an_error_naming_why(tmp_path: Path) -> No
         children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
         # Other tests' servers may be children too: the reader is the one running it.
         [child] = [
-            c for c in children if b"replay_reader" in Path(f"/proc/{c}/cmdline").read_bytes()
+            c
+            for c in children
+            if b"loopbreaker.replay.reader" in Path(f"/proc/{c}/cmdline").read_bytes()
         ]
         os.kill(int(child), signal.SIGKILL)
         list(records)

@@ -14,8 +14,6 @@ import pytest
 from fakes import FakeClock, FakeEvidence, FakeNotifier, FakeStore
 
 from loopbreaker import logs
-from loopbreaker.app.responder import Responder, SettleReport, Status
-from loopbreaker.app.settings import Settings
 from loopbreaker.diagnosis import engine
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.errors import InvalidTelemetry, TransientError
@@ -30,6 +28,8 @@ from loopbreaker.model import (
     Risk,
     RootCause,
 )
+from loopbreaker.responder.service import Responder, SettleReport, Status
+from loopbreaker.settings.load import Settings
 from loopbreaker.signals.envelope import Delivery
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)

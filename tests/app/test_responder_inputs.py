@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from loopbreaker.app import settings as S
-from loopbreaker.app.settings import Runtime, StoreKind, load_settings
 from loopbreaker.errors import ConfigError, InvalidEvent
+from loopbreaker.settings import load as S
+from loopbreaker.settings.load import Runtime, StoreKind, load_settings
 from loopbreaker.signals.envelope import (
     PUBSUB_EVENT_TYPE,
     UndecodableMessage,

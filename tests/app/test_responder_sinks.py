@@ -17,8 +17,6 @@ import pytest
 from fakes import FakeClock, FakeEvidence, FakeNotifier
 
 from loopbreaker import incidents
-from loopbreaker.app.responder import Responder, Status
-from loopbreaker.app.settings import Settings
 from loopbreaker.chat import notify
 from loopbreaker.diagnosis import engine
 from loopbreaker.incidents import Arrival, Incident, IncidentKey, IndexEntry, Policy, Scope, State
@@ -33,6 +31,8 @@ from loopbreaker.model import (
     RootCause,
     SignalKind,
 )
+from loopbreaker.responder.service import Responder, Status
+from loopbreaker.settings.load import Settings
 from loopbreaker.signals.classify import classify
 
 T0 = datetime(2026, 5, 20, 8, 0, tzinfo=UTC)

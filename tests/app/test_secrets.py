@@ -12,9 +12,9 @@ from fakeservers import Fault, Request, Response
 from fakeservers.google import GoogleApiServer
 from google.cloud import secretmanager
 
-from loopbreaker.app.secrets import SecretManagerReader, resolve
-from loopbreaker.app.settings import Secret, load_settings
 from loopbreaker.errors import ConfigError
+from loopbreaker.settings.load import Secret, load_settings
+from loopbreaker.settings.secrets import SecretManagerReader, resolve
 
 TOKEN_VAR = "LOOPBREAKER_SLACK_BOT_TOKEN_SECRET_NAME"
 TOKEN_NAME = "projects/p/secrets/tok/versions/latest"

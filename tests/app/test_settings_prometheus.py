@@ -11,11 +11,11 @@ import pytest
 from harness.fixtures import PrometheusFactory
 
 from loopbreaker.app.bootstrap import build_evidence
-from loopbreaker.app.settings import PrometheusSource, Runtime, Secret, load_settings
 from loopbreaker.diagnosis.evidence import QueryBudget, TelemetryDirEvidence
 from loopbreaker.diagnosis.readers.sources import LiveEvidence, Mode
 from loopbreaker.errors import ConfigError
 from loopbreaker.model import Context, EvidenceKind
+from loopbreaker.settings.load import PrometheusSource, Runtime, Secret, load_settings
 from loopbreaker.timeutil import parse_rfc3339
 
 URL = "http://kube-prometheus-stack-prometheus.monitoring:9090"

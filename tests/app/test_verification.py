@@ -22,8 +22,6 @@ from fakes import FakeClock, FakeEvidence, FakeNotifier, StoreFactory
 
 from loopbreaker import incidents
 from loopbreaker.app.bootstrap import build_responder
-from loopbreaker.app.remediation_executor import Result
-from loopbreaker.app.responder import Responder
 from loopbreaker.approval.repair import RepairPath
 from loopbreaker.incidents import Arrival, Incident, Policy, State, Verdict
 from loopbreaker.incidents.store.base import IncidentStore
@@ -38,7 +36,9 @@ from loopbreaker.model import (
     SignalKind,
     SourceStatus,
 )
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
+from loopbreaker.responder.service import Responder
 
 WORKLOAD = "llama3-70b-training"
 OTHER_NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-p2m4"

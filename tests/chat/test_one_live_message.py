@@ -23,11 +23,11 @@ import requests
 from fakeservers.chat import ChatServer
 from fakeservers.slack import SlackServer
 
-from loopbreaker.app import replay
 from loopbreaker.chat.clients import GoogleChatNotifier, SlackNotifier
 from loopbreaker.chat.notify import Notifier
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.replay import run as replay
 
 CHANNEL = "C0LOOPBRK"
 SPACE = "AAAAloopbrk"

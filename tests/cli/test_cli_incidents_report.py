@@ -356,7 +356,7 @@ def test_one_failure_merged_into_its_approval_is_counted_once(
     the report counts the failure once."""
     import remedkit as R
 
-    from loopbreaker.cli.incidents_cost import cost_figures
+    from loopbreaker.cli.incidents.cost import cost_figures
 
     path = tmp_path / "incidents.sqlite"
     holder, _ = R.approve_faulty(path, R.A3)
@@ -380,7 +380,7 @@ def test_a_host_failure_two_incidents_remember_counts_once(tmp_path: Path) -> No
     both remember the host's two failures; the report counts two, not four."""
     import remedkit as R
 
-    from loopbreaker.cli.incidents_report import report_figures
+    from loopbreaker.cli.incidents.report import report_figures
 
     path = tmp_path / "incidents.sqlite"
     R.approve_faulty(path, R.A3)

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from chatkit import SIGNING_KEY, chat_settings
 
-from loopbreaker.app import replay
 from loopbreaker.chat import notify
 from loopbreaker.chat import render as R
 from loopbreaker.cli.main import main
 from loopbreaker.incidents import State
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.replay import run as replay
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL = "gke.google.com/recommended-to-run-large-training-workload"

@@ -12,11 +12,11 @@ import remedkit as R
 from fakes import FakeClock, FakeEvidence, FakeNotifier
 
 from loopbreaker.app.bootstrap import build_responder
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.cli.main import main
 from loopbreaker.incidents import State
 from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.model import Evidence, EvidenceKind, PodInfo, Sample, Series, SourceStatus
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
 
 

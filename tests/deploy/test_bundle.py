@@ -43,7 +43,7 @@ def test_make_bundle_and_terraform_take_the_same_files(tmp_path: Path) -> None:
         f"loopbreaker/{p.relative_to(bundle.LIBRARY).as_posix()}" for p in bundle.library_files()
     )
     assert files == sorted(["main.py", "requirements.txt", *library])
-    assert "loopbreaker/app/remediation_executor.py" in files and "loopbreaker/py.typed" in files
+    assert "loopbreaker/remediation/executor.py" in files and "loopbreaker/py.typed" in files
     assert archive.is_file()
     requirements = (out / "requirements.txt").read_text().splitlines()
     pins = [r for r in requirements if r and not r.startswith("#")]

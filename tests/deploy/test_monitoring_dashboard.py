@@ -18,7 +18,7 @@ from harness.monitoring_assets import (
     the,
 )
 
-from loopbreaker.diagnosis.validate_queries import (
+from loopbreaker.diagnosis.queries.validate import (
     FilledQuery,
     Status,
     check_promql_offline,

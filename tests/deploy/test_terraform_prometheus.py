@@ -58,7 +58,7 @@ def test_a_self_run_prometheus_is_on_schedules_alone_with_its_existing_secrets(
         module, "services", notifier="log", approvers=[], prometheus_password_secret="pw"
     )
     # The library knows every variable the module sets.
-    from loopbreaker.app.settings import VARIABLES
+    from loopbreaker.settings.load import VARIABLES
 
     documented = {v.name for v in VARIABLES}
     for variable in re.findall(r"LOOPBREAKER_PROMETHEUS_[A-Z_]+", environment + table):

@@ -19,7 +19,7 @@ from loopbreaker.diagnosis.steps.jobset_restarts import attempt_count, gauge_cou
 from loopbreaker.diagnosis.telemetry import load_directory
 from loopbreaker.errors import SourceUnavailable
 from loopbreaker.model import EvidenceKind, Sample, Series
-from loopbreaker.model_evidence import RestartAttemptSeen
+from loopbreaker.model.evidence import RestartAttemptSeen
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "telemetry"

@@ -24,7 +24,7 @@ from loopbreaker.diagnosis.readers.kube import KubernetesReader
 from loopbreaker.diagnosis.readers.retry import RetryPolicy
 from loopbreaker.diagnosis.readers.sources import resolve_hosts
 from loopbreaker.model import Diagnosis, NodeInfo, PodInfo, RemediationPath, RootCause
-from loopbreaker.model_evidence import NodeMaintenance
+from loopbreaker.model.evidence import NodeMaintenance
 
 ROOT = Path(__file__).resolve().parents[2]
 UNKNOWN = ROOT / "examples" / "telemetry" / "unknown"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loopbreaker.diagnosis import metric_vocabulary as mv
-from loopbreaker.diagnosis.queries_kps import translate
+from loopbreaker.diagnosis.queries.kube_prometheus_stack import translate
 from loopbreaker.diagnosis.telemetry import load_directory
 from loopbreaker.model import EvidenceKind, Sample, Series
 

@@ -29,7 +29,7 @@ from loopbreaker.model import (
     SourceStatus,
     WorkloadKind,
 )
-from loopbreaker.model_evidence import JobSetInfo
+from loopbreaker.model.evidence import JobSetInfo
 
 T = datetime(2026, 11, 17, 9, 30, tzinfo=UTC)
 CTX = Context(cluster="c1", workload="llama-ft", issue_time=T, namespace="ml")

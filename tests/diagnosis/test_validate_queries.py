@@ -16,16 +16,16 @@ from loopbreaker.cli.main import main
 from loopbreaker.diagnosis import lql
 from loopbreaker.diagnosis.metric_vocabulary import Vocabulary
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
-from loopbreaker.diagnosis.readers.google_auth import anonymous
-from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
-from loopbreaker.diagnosis.readers.prometheus import PrometheusReader
-from loopbreaker.diagnosis.validate_queries import (
+from loopbreaker.diagnosis.queries.validate import (
     INSTALL_HINT,
     Status,
     rules_document,
     validate,
     validation_context,
 )
+from loopbreaker.diagnosis.readers.google_auth import anonymous
+from loopbreaker.diagnosis.readers.logging_reader import CloudLoggingReader
+from loopbreaker.diagnosis.readers.prometheus import PrometheusReader
 from loopbreaker.model import QueryLanguage
 
 CONTEXT = validation_context()
@@ -87,7 +87,7 @@ def test_missing_promtool_is_a_clear_failure(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_rules_document_shape() -> None:
-    from loopbreaker.diagnosis.validate_queries import FilledQuery
+    from loopbreaker.diagnosis.queries.validate import FilledQuery
 
     doc = rules_document([FilledQuery("a", QueryLanguage.PROMQL, "up")])
     assert doc == {
@@ -292,7 +292,7 @@ def test_lql_never_crashes(text: str) -> None:
 def test_live_checks_run_at_the_end_of_the_window() -> None:
     from datetime import datetime
 
-    from loopbreaker.diagnosis.validate_queries import validate, validation_context
+    from loopbreaker.diagnosis.queries.validate import validate, validation_context
 
     class RecordingEndpoint:
         source = "recording"

@@ -23,12 +23,12 @@ from fakes import FakeEvidence
 from fakeservers.slack import SlackServer
 
 from loopbreaker.app.bootstrap import build_responder
-from loopbreaker.app.settings import load_settings
 from loopbreaker.approval.requests import APPROVE_ACTION
 from loopbreaker.cli.main import main
 from loopbreaker.diagnosis.evidence import TelemetryDirEvidence
 from loopbreaker.incidents import State
 from loopbreaker.incidents.store.firestore import FirestoreStore
+from loopbreaker.settings.load import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "functions" / "main.py"

@@ -31,10 +31,10 @@ from fakes import FakeClock
 from fakeservers.base import Fault
 from fakeservers.compute_ops import ComputeOpsServer
 
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.approval.repair import RepairPath
 from loopbreaker.chat import notify
 from loopbreaker.incidents import State
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)

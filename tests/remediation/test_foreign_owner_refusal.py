@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import remedkit as R
 
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.cli.main import main
 from loopbreaker.incidents import Incident, State
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.owners import parse_markers
 from loopbreaker.remediation.rules import RemediationPolicy
 

@@ -16,9 +16,9 @@ from typing import Any
 import chatkit as K
 import remedkit as R
 
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import Incident, State, Verdict, new_pause
 from loopbreaker.remediation.actuators import EVENT_CONTROLLER
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)

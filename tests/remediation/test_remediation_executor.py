@@ -20,9 +20,9 @@ import pytest
 import remedkit as R
 from fakeservers.base import Fault
 
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import Incident, State
-from loopbreaker.incidents.records_remediation import Outcome, Step
+from loopbreaker.incidents.remediation import Outcome, Step
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import DrainMode, RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)
@@ -307,8 +307,8 @@ def test_a_drain_interrupted_mid_way_resumes_without_repeating(
 def test_a_delivery_holding_the_lease_makes_others_wait(
     lab: R.Lab, request_: dict[str, Any]
 ) -> None:
-    from loopbreaker.app import remediation_executor as remediate
     from loopbreaker.errors import TransientError
+    from loopbreaker.remediation import executor as remediate
 
     held = lab.store.update(
         request_["incident_id"],

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import remedkit as R
 
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.incidents import State
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
 
 LIVE = RemediationPolicy(dry_run=False)

@@ -21,14 +21,14 @@ import remedkit as R
 from fakes import FakeClock, RecordingSleep
 from fakeservers.gke_repair import FAULT_BEHAVIOR, STATUS
 
-from loopbreaker.app import replay
-from loopbreaker.app.remediation_executor import Result
 from loopbreaker.approval.repair import FaultReason, RepairPath
 from loopbreaker.chat import notify
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import RemediationPolicy
+from loopbreaker.replay import run as replay
 
 LIVE = RemediationPolicy(dry_run=False)
 

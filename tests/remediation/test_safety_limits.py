@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import remedkit as R
 
-from loopbreaker.app.remediation_executor import Result
-from loopbreaker.app.settings import load_settings
 from loopbreaker.approval.repair import DisruptionSchedule, RepairPolicy
 from loopbreaker.errors import TransientError
+from loopbreaker.remediation.executor import Result
 from loopbreaker.remediation.rules import DrainMode, RemediationPolicy
+from loopbreaker.settings.load import load_settings
 
 
 def test_the_policy_defaults() -> None:

@@ -1,4 +1,7 @@
-"""What the entry points call: responder, chat actions, executor, alert webhook, replay.
+"""The HTTP entry points' handlers and the one wiring place.
 
-``bootstrap`` is the one place where settings become real, dry-run or given ports.
+``bootstrap`` turns settings into real, dry-run or given ports; ``alert_webhook`` takes
+Alertmanager's and Cloud Monitoring's alerts; ``chat_actions`` turns a verified Approve / Reject
+click into one recorded decision; ``replies`` is the shape of an HTTP reply. The log-entry path is
+:mod:`loopbreaker.responder`, the remediation path :mod:`loopbreaker.remediation.executor`.
 """

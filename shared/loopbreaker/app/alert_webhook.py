@@ -20,9 +20,9 @@ import logging
 from collections.abc import Mapping
 
 from loopbreaker.app.replies import Reply
-from loopbreaker.app.responder import Responder
 from loopbreaker.errors import InvalidInput, TransientError
 from loopbreaker.logs import event, get_logger
+from loopbreaker.responder.service import Responder
 from loopbreaker.signals import alerts
 
 _AUTH_REALM = {"WWW-Authenticate": 'Basic realm="loopbreaker", Bearer'}

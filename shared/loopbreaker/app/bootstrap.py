@@ -12,21 +12,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from loopbreaker import logs
-from loopbreaker.app.pod_owners import PodDirectory, PodWorkloads
-from loopbreaker.app.responder import Approvals, Clock, Responder, system_clock
-from loopbreaker.app.settings import Settings, StoreKind
 from loopbreaker.approval.requests import ComputeRead, Target
 from loopbreaker.chat.notify import FileNotifier, LogNotifier, Notifier
 from loopbreaker.diagnosis.evidence import EvidenceProvider, NoEvidence, TelemetryDirEvidence
 from loopbreaker.incidents import Incident
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.remediation.queue import LogQueue, PubSubQueue, RemediationQueue
+from loopbreaker.responder.pod_owners import PodDirectory, PodWorkloads
+from loopbreaker.responder.service import Approvals, Clock, Responder, system_clock
+from loopbreaker.settings.load import Settings, StoreKind
 
 if TYPE_CHECKING:
     from loopbreaker.app.alert_webhook import AlertWebhook
     from loopbreaker.app.chat_actions import ChatActions
-    from loopbreaker.app.remediation_executor import ActuatorFactory, Remediator
     from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+    from loopbreaker.remediation.executor import ActuatorFactory, Remediator
 
 
 def build_store(settings: Settings) -> IncidentStore:
@@ -80,7 +80,7 @@ def build_queue(settings: Settings) -> RemediationQueue:
 
 def resolve_secrets(settings: Settings) -> Settings:
     """Read every ``..._SECRET_NAME`` once; a no-op when all secrets are given by value."""
-    from loopbreaker.app.secrets import resolve
+    from loopbreaker.settings.secrets import resolve
 
     return resolve(settings)
 
@@ -188,7 +188,7 @@ def _credentials_for(endpoint: str | None) -> GoogleCredentials | None:
 def build_pod_workloads(settings: Settings, store: IncidentStore) -> PodWorkloads:
     """The pod directory the settings name: the telemetry directory's pods.json, else the
     cluster's Kubernetes API when live sources are on, else the incident store alone."""
-    from loopbreaker.app.pod_owners import KubernetesPods, TelemetryPods
+    from loopbreaker.responder.pod_owners import KubernetesPods, TelemetryPods
 
     directory: PodDirectory | None = None
     if settings.telemetry_dir is not None:
@@ -289,7 +289,7 @@ def build_remediator(
     sleep: Callable[[float], None] | None = None,
 ) -> Remediator:
     """Wire the executor behind ``on_remediation_request`` and ``loopbreaker remediate``."""
-    from loopbreaker.app.remediation_executor import Remediator
+    from loopbreaker.remediation.executor import Remediator
 
     _warn_unknown(settings)
     settings = resolve_secrets(settings)
@@ -313,7 +313,6 @@ def build_actuators(
 
     The choice is made here and only here: the adapters know nothing of dry runs.
     """
-    from loopbreaker.app.remediation_executor import Actuators
     from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
     from loopbreaker.errors import ActionFailed
     from loopbreaker.remediation.actuators import (
@@ -331,6 +330,7 @@ def build_actuators(
     from loopbreaker.remediation.actuators.compute import ComputeVms
     from loopbreaker.remediation.actuators.kube import KubernetesNodes
     from loopbreaker.remediation.actuators.support import SupportApiCases
+    from loopbreaker.remediation.executor import Actuators
 
     config = settings.remediation
     creds = credentials or GoogleCredentials()

@@ -416,7 +416,7 @@ class Command:
 
 
 def _until(raw: str, now: datetime) -> datetime:
-    from loopbreaker.app.settings import parse_duration
+    from loopbreaker.settings.load import parse_duration
     from loopbreaker.timeutil import parse_rfc3339
 
     try:

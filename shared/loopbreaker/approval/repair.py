@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from loopbreaker.model_evidence import MACHINE_TYPE_LABEL
+from loopbreaker.model.evidence import MACHINE_TYPE_LABEL
 
 
 class RepairPath(StrEnum):

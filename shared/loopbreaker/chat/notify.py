@@ -26,7 +26,7 @@ from loopbreaker.diagnosis import cost
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State, Verdict
 from loopbreaker.logs import event, get_logger
-from loopbreaker.model_diagnosis import Cost
+from loopbreaker.model.diagnosis import Cost
 from loopbreaker.timeutil import format_rfc3339
 
 _SEVERITY = {

@@ -19,7 +19,7 @@ _COMMAND_MODULES = (
     "loopbreaker.cli.diagnose",
     "loopbreaker.cli.validate",
     "loopbreaker.cli.replay",
-    "loopbreaker.cli.incidents",
+    "loopbreaker.cli.incidents.commands",
     "loopbreaker.cli.remediate",
     "loopbreaker.cli.pause",
 )

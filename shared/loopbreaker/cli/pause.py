@@ -14,10 +14,10 @@ import os
 import socket
 from datetime import UTC, datetime
 
-from loopbreaker.app.settings import Runtime, load_settings, parse_duration
-from loopbreaker.cli.incidents import open_store, store_option
+from loopbreaker.cli.store import open_store, store_option
 from loopbreaker.errors import InvalidContext, InvalidInput
 from loopbreaker.incidents import new_pause
+from loopbreaker.settings.load import Runtime, load_settings, parse_duration
 from loopbreaker.timeutil import format_rfc3339, parse_rfc3339
 
 

@@ -8,12 +8,12 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from loopbreaker.app.remediation_executor import Report, Result
-from loopbreaker.app.settings import Runtime, load_settings
-from loopbreaker.cli.incidents import open_store
+from loopbreaker.cli.store import open_store
 from loopbreaker.errors import InvalidInput
 from loopbreaker.incidents import State
+from loopbreaker.remediation.executor import Report, Result
 from loopbreaker.remediation.queue import request_for
+from loopbreaker.settings.load import Runtime, load_settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

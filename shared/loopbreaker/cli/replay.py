@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loopbreaker import logs
-from loopbreaker.app.settings import Runtime, load_settings
 from loopbreaker.model import WorkloadKind
+from loopbreaker.settings.load import Runtime, load_settings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     # Imported here: every command's start pays for what the modules import at the top.
-    from loopbreaker.app import replay
+    from loopbreaker.replay import run as replay
 
     settings = load_settings(os.environ, runtime=Runtime.LOCAL)
     if args.workload_kind:

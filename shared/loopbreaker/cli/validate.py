@@ -9,17 +9,17 @@ import sys
 from loopbreaker.argtypes import TIMEOUT_SECONDS
 from loopbreaker.cli import console
 from loopbreaker.diagnosis.queries import TEMPLATES, Template
-from loopbreaker.diagnosis.readers.sources_cli import (
-    add_auth_flags,
-    http_url,
-    prometheus_auth_from_args,
-)
-from loopbreaker.diagnosis.validate_queries import (
+from loopbreaker.diagnosis.queries.validate import (
     TEST_VALUES,
     Status,
     to_table,
     validate,
     validation_context,
+)
+from loopbreaker.diagnosis.readers.flags import (
+    add_auth_flags,
+    http_url,
+    prometheus_auth_from_args,
 )
 from loopbreaker.errors import InvalidInput
 from loopbreaker.model import QueryLanguage

@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 from loopbreaker.diagnosis import progress
 from loopbreaker.diagnosis.steps.common import is_workload, named_after
 from loopbreaker.model import Context, Evidence, Signal, SignalKind
-from loopbreaker.model_diagnosis import Cost
-from loopbreaker.model_evidence import CheckpointMark, PodInfo, Series
+from loopbreaker.model.diagnosis import Cost
+from loopbreaker.model.evidence import CheckpointMark, PodInfo, Series
 from loopbreaker.timeutil import format_rfc3339
 
 #: A failure line this long before the pods fell is the failure that felled them.

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from loopbreaker.errors import InvalidContext
-from loopbreaker.model_evidence import JobSetInfo, RestartAttemptSeen, Series
+from loopbreaker.model.evidence import JobSetInfo, RestartAttemptSeen, Series
 from loopbreaker.timeutil import parse_rfc3339
 
 JOBSET_GROUP = "jobset.x-k8s.io"

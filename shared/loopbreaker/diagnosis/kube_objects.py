@@ -22,7 +22,7 @@ from loopbreaker.model import (
     Termination,
     WorkloadKind,
 )
-from loopbreaker.model_evidence import (
+from loopbreaker.model.evidence import (
     FLEX_START_LABEL,
     HEALTH_PREDICTION_LABEL,
     MACHINE_TYPE_LABEL,

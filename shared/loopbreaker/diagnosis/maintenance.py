@@ -33,7 +33,7 @@ from typing import Any
 from loopbreaker.diagnosis.steps.common import Notes, hm, is_workload, short_list
 from loopbreaker.errors import InvalidContext
 from loopbreaker.model import Context, Evidence, EvidenceKind, RootCause, Signal, SignalKind
-from loopbreaker.model_evidence import (
+from loopbreaker.model.evidence import (
     ACTIVE_MAINTENANCE_LABEL,
     IMPENDING_TERMINATION_TAINT,
     SCHEDULED_MAINTENANCE_LABEL,

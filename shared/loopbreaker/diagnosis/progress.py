@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from loopbreaker.diagnosis.steps.common import named_after
-from loopbreaker.model_evidence import CheckpointMark
+from loopbreaker.model.evidence import CheckpointMark
 from loopbreaker.timeutil import parse_rfc3339
 
 #: (framework, pattern); ``step`` is captured where the line names one.

@@ -12,7 +12,7 @@ from loopbreaker.model import (
     SuspectHost,
     TicketDraft,
 )
-from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
+from loopbreaker.model.evidence import HEALTH_PREDICTION_LABEL
 from loopbreaker.timeutil import format_rfc3339
 
 #: Log excerpts kept in a ticket: a summary, never whole logs.

@@ -132,7 +132,7 @@ from loopbreaker.incidents.records import (
     State,
     evolve,
 )
-from loopbreaker.incidents.records_remediation import (
+from loopbreaker.incidents.remediation import (
     MAX_PAUSE_REASON,
     Outcome,
     PauseRecord,

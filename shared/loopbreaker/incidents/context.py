@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from loopbreaker.incidents.records import HOST_FAILURE_MERGE, Incident, Scope
-from loopbreaker.incidents.records_remediation import digest
+from loopbreaker.incidents.remediation import digest
 from loopbreaker.model import (
     DEFAULT_WINDOW,
     HOST_FAULT_KINDS,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopbreaker.incidents.records import CLUSTER_SCOPES, IncidentKey, Scope
-from loopbreaker.incidents.records_remediation import digest
+from loopbreaker.incidents.remediation import digest
 from loopbreaker.model import (
     ACCELERATOR_MEMORY_KINDS,
     HOST_FAULT_KINDS,

@@ -31,7 +31,7 @@ from loopbreaker.incidents.records import (
     Policy,
     State,
 )
-from loopbreaker.incidents.records_remediation import PauseRecord, Verdict, VerificationRecord
+from loopbreaker.incidents.remediation import PauseRecord, Verdict, VerificationRecord
 from loopbreaker.timeutil import format_rfc3339
 
 

@@ -15,7 +15,7 @@ from loopbreaker.approval.requests import (
     Target,
 )
 from loopbreaker.errors import LoopbreakerError
-from loopbreaker.incidents.records_remediation import (
+from loopbreaker.incidents.remediation import (
     RemediationRecord,
     VerificationRecord,
     digest,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from loopbreaker.approval.repair import FAULT_BEHAVIOR_LABEL, REPORT_AND_REPLACE_STATUS_LABEL
-from loopbreaker.model_evidence import ACTIVE_MAINTENANCE_LABEL, IMPENDING_TERMINATION_TAINT
+from loopbreaker.model.evidence import ACTIVE_MAINTENANCE_LABEL, IMPENDING_TERMINATION_TAINT
 
 # The report-and-replace labels are in loopbreaker.approval.repair, beside the paths.
 #: The values after which GKE no longer acts on the node: the host was reported (the

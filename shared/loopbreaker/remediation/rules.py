@@ -1,6 +1,6 @@
 """Remediation decisions: safety limits, re-checks before acting, drain planning (pure).
 
-Stdlib only. The executor (:mod:`loopbreaker.app.remediation_executor`) reads the world through its
+Stdlib only. The executor (:mod:`loopbreaker.remediation.executor`) reads the world through its
 ports and asks this module, before every mutation, whether it may go on. Every limit is
 a named default here and set through :class:`RemediationPolicy`; the API clients enforce
 nothing.
@@ -41,7 +41,7 @@ from loopbreaker.model import (
     TOPOLOGY_SUBBLOCK_LABEL,
     HostPlace,
 )
-from loopbreaker.model_evidence import MACHINE_TYPE_LABEL, RESERVATION_LABEL
+from loopbreaker.model.evidence import MACHINE_TYPE_LABEL, RESERVATION_LABEL
 from loopbreaker.remediation.owners import Marker, Taint, owner_reasons
 from loopbreaker.timeutil import format_rfc3339
 

@@ -274,7 +274,7 @@ def _alert_signal(
     )
     # A TFJob / PyTorchJob restart alert names no job (the operator's counter has none):
     # it opens the namespace's incident, which the diagnosis resolves to the jobs
-    # (loopbreaker.app.kubeflow_alerts).
+    # (loopbreaker.responder.kubeflow_alerts).
     return AlertSignal(dedup_id, name, status, signal)
 
 

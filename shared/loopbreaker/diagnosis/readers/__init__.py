@@ -27,7 +27,7 @@ from typing import Protocol
 
 from loopbreaker.errors import SourceUnavailable
 from loopbreaker.model import Context, NodeInfo, PodInfo, Series, Signal
-from loopbreaker.model_evidence import NodeMaintenance
+from loopbreaker.model.evidence import NodeMaintenance
 
 
 class SourceUnreachable(SourceUnavailable):

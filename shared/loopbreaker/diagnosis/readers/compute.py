@@ -17,7 +17,7 @@ from loopbreaker.diagnosis.readers import HostLookupResult
 from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
 from loopbreaker.diagnosis.readers.retry import DEFAULT_TIMEOUT, RetryPolicy, network_reason
 from loopbreaker.model import HostPlace, NodeInfo
-from loopbreaker.model_evidence import NodeMaintenance
+from loopbreaker.model.evidence import NodeMaintenance
 
 #: instances.get calls per diagnosis at most (one per node without a host label).
 DEFAULT_MAX_LOOKUPS = 64

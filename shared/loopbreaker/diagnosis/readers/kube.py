@@ -36,7 +36,7 @@ from loopbreaker.diagnosis.readers.retry import (
 )
 from loopbreaker.errors import ConfigError, SourceUnavailable
 from loopbreaker.model import NodeInfo, PodInfo, Signal
-from loopbreaker.model_evidence import JobSetInfo
+from loopbreaker.model.evidence import JobSetInfo
 
 GKE_ENDPOINT = "https://container.googleapis.com"
 #: Objects per list page; big clusters are read in several pages (``continue`` tokens).

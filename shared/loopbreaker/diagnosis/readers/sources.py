@@ -41,6 +41,7 @@ from loopbreaker.diagnosis.metric_vocabulary import canonical
 from loopbreaker.diagnosis.readers import discovery
 from loopbreaker.diagnosis.readers.builders import Builder, cluster_label
 from loopbreaker.diagnosis.readers.discovery import Discovery
+from loopbreaker.diagnosis.readers.flags import add_flags, options_from_args
 from loopbreaker.diagnosis.readers.options import (
     DEFAULT_MAX_LOG_ENTRIES,
     DEFAULT_SOURCE_TIMEOUT,
@@ -52,11 +53,6 @@ from loopbreaker.diagnosis.readers.options import (
     Readers,
     SourceOptions,
 )
-from loopbreaker.diagnosis.readers.sources_cli import (
-    add_flags,
-    gather_from_args,
-    options_from_args,
-)
 from loopbreaker.errors import ConfigError, SourceUnavailable
 from loopbreaker.model import (
     Context,
@@ -66,9 +62,11 @@ from loopbreaker.model import (
     Signal,
     SourceStatus,
 )
-from loopbreaker.model_evidence import NodeMaintenance
+from loopbreaker.model.evidence import NodeMaintenance
 
 if TYPE_CHECKING:
+    import argparse
+
     from loopbreaker.diagnosis.evidence import QueryBudget
     from loopbreaker.diagnosis.readers import (
         HostLookup,
@@ -493,3 +491,8 @@ __all__ = [
     "plan",
     "resolve_hosts",
 ]
+
+
+def gather_from_args(args: argparse.Namespace, context: Context) -> Evidence:
+    """What ``loopbreaker diagnose`` calls: options from its flags, then :func:`gather`."""
+    return gather(context, options_from_args(args))

@@ -26,7 +26,7 @@ from loopbreaker.model import (
     SignalKind,
     SuspectHost,
 )
-from loopbreaker.model_evidence import HEALTH_PREDICTION_LABEL
+from loopbreaker.model.evidence import HEALTH_PREDICTION_LABEL
 
 #: Signatures of GPU hardware faults (NVIDIA's driver and the CUDA runtime, catalog
 #: ``nvidia.toml``): the host's fault reason is then an unrecoverable GPU error.

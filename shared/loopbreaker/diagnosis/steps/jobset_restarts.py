@@ -25,7 +25,7 @@ from datetime import datetime
 from loopbreaker.diagnosis.jobsets import metric_attempts
 from loopbreaker.diagnosis.steps.common import Notes, covers, labels_match, short_list, window
 from loopbreaker.model import Context, Evidence, EvidenceKind, Series, Signal
-from loopbreaker.model_evidence import JobSetInfo, RestartAttemptSeen
+from loopbreaker.model.evidence import JobSetInfo, RestartAttemptSeen
 from loopbreaker.timeutil import format_rfc3339
 
 GAUGE = "kube_jobset_restarts"

@@ -26,10 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from loopbreaker.diagnosis.steps import fault_collectors as collectors
 from loopbreaker.diagnosis.steps.common import Notes, hm, short_list, unread
-from loopbreaker.diagnosis.steps.fault_remedies import describe, remediation_actions, summary_tail
-from loopbreaker.diagnosis.steps.faults import (
+from loopbreaker.diagnosis.steps.pod_faults import (
     CAUSE_NAMES,
     STEP,
     Fault,
@@ -37,6 +35,12 @@ from loopbreaker.diagnosis.steps.faults import (
     Seen,
     WorkloadFaults,
     at_text,
+    collectors,
+)
+from loopbreaker.diagnosis.steps.pod_faults.remedies import (
+    describe,
+    remediation_actions,
+    summary_tail,
 )
 from loopbreaker.model import (
     KUBEFLOW_CHIEF_TYPES,

@@ -404,17 +404,14 @@ def _quiet(raw: Mapping[str, Any], file: str) -> Quiet:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Check the shipped catalog (or the given files): schema, patterns, examples;
-    ``--markdown`` prints docs/signals.md."""
+    """Check the shipped catalog (or the given files): schema, patterns, examples.
+
+    ``python -m loopbreaker.signals.catalog --markdown`` (``__main__``) prints docs/signals.md
+    instead, so that this module never imports the docs renderer that imports it."""
     import sys
     from pathlib import Path
 
     args = list(argv if argv is not None else sys.argv[1:])
-    if args == ["--markdown"]:
-        from loopbreaker.signals.catalog.docs import markdown
-
-        sys.stdout.write(markdown(load()))
-        return 0
     paths = [Path(p) for p in args]
     try:
         texts = {p.stem: p.read_text(encoding="utf-8") for p in paths}
