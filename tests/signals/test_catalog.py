@@ -361,6 +361,16 @@ FIELD_WORDINGS = [
     ("NVRM: Xid", SignalKind.HARDWARE_FAILURE),
     ("NVRM: Xid", SignalKind.GPU_APPLICATION_ERROR),
     ("uncorrectable ECC error", SignalKind.HARDWARE_FAILURE),
+    # issue 38, part 5: the transports, the library and the communicator
+    ("NET/OFI Request", SignalKind.NCCL_ERROR),
+    ("NET/OFI Couldn't open AV", SignalKind.NCCL_ERROR),
+    ("NET/Socket : socket progress error", SignalKind.NCCL_ERROR),
+    ("Transport endpoint is not connected", SignalKind.NCCL_ERROR),
+    ("Transport endpoint is not connected", SignalKind.CONNECTION_RESET),
+    ("libnccl.so.2: cannot open shared object file", SignalKind.NCCL_ERROR),
+    ("NCCL version mismatch", SignalKind.NCCL_ERROR),
+    ("NCCL communicator was aborted", SignalKind.DIST_BACKEND_ERROR),
+    ("NCCL communicator was aborted", SignalKind.NCCL_TIMEOUT),
 ]
 
 
@@ -373,6 +383,31 @@ def test_the_field_wordings_are_in_the_catalog_as_their_kind(words: str, kind: S
         if words in e.text and (e.kind or sig.kind) is kind
     ]
     assert found, f"no example of {kind.value} says {words!r}"
+
+
+# Lines that only restate a failure already stated (issue 38, part 5): each is a cited quiet
+# line, so it never counts the failure a second time.
+RESTATEMENTS = [
+    "Timeout at collective:",  # the desync report
+    "To our best knowledge, the lagging/dead/mismatched ranks",
+    "FlightRecorder is disabled",  # the flight recorder's dump
+    "First PG on this rank to signal dumping",
+    "preparing to dump debug info",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE: 2000",  # ... and its "enabled" line
+    "Exception raised from checkTimeout at",
+    "Exception raised from ncclCommWatchdog at",
+    "terminate called after throwing an instance of 'c10::DistBackendError'",
+    "terminate called recursively",
+    "is in abort state",
+]
+
+
+@pytest.mark.parametrize("words", RESTATEMENTS)
+def test_the_restating_wordings_are_cited_quiet_lines(words: str) -> None:
+    found = [q for q in CATALOG.quiet if words in q.text]
+    assert found, f"no quiet line says {words!r}"
+    for q in found:
+        assert classify(quiet_entries(q)[0]).kind is SignalKind.UNRECOGNIZED, q.text
 
 
 def test_the_tpu_runtime_and_scale_up_failures_are_recognised() -> None:
