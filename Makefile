@@ -88,7 +88,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_diagnose_memory.py || status=1; \
 	$(BIN)/python bench/bench_replay_memory.py || status=1; \
 	LOOPBREAKER_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/app/test_hostile_input.py || status=1; \
+		tests/hostile || status=1; \
 	exit $$status
 
 # Mutation testing of the approval, verification and remediation-safety modules (mutmut,

@@ -282,19 +282,23 @@ def _dead_letters() -> tuple[list[dict[str, Any]], dict[int, tuple[str, str]]]:
     """A `gcloud pubsub subscriptions pull --format=json` of the dead-letter subscription:
     good sink messages with the seven crash payloads between them. Returns the pulled
     messages and, by index, each bad one's name and the words its rejection must say."""
-    from test_hostile_input import _message, host_error_entry, render, seven_dead_letters
+    from hostile.payloads import host_error_entry, pubsub_message, seven_dead_letters
+    from hostile.servers import render
 
     pulled: list[dict[str, Any]] = []
     bad: dict[int, tuple[str, str]] = {}
     for number, (name, message, words) in enumerate(seven_dead_letters()):
         entry = host_error_entry(f"good-{number}", f"gke-c-dead-1a2b3c4d-{number:04x}", number)
         pulled.append(
-            {"ackId": f"ack-good-{number}", "message": _message(render(entry), str(900 + number))}
+            {
+                "ackId": f"ack-good-{number}",
+                "message": pubsub_message(render(entry), str(900 + number)),
+            }
         )
         bad[len(pulled)] = (name, words)
         pulled.append({"ackId": f"ack-{name}", "message": message})
     last = host_error_entry("good-last", "gke-c-dead-1a2b3c4d-00ff", 30)
-    pulled.append({"ackId": "ack-good-last", "message": _message(render(last), "999")})
+    pulled.append({"ackId": "ack-good-last", "message": pubsub_message(render(last), "999")})
     return pulled, bad
 
 
@@ -302,7 +306,7 @@ def _dead_letters() -> tuple[list[dict[str, Any]], dict[int, tuple[str, str]]]:
 def test_a_dead_letter_file_with_the_seven_crash_payloads_is_replayed_to_the_end(
     tmp_path: Path, layout: str
 ) -> None:
-    from test_hostile_input import render
+    from hostile.servers import render
 
     pulled, bad = _dead_letters()
     if layout == "array":

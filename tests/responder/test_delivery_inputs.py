@@ -157,7 +157,7 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert (prom.cluster_label, prom.username) == ("none", "loopbreaker")
     assert prom.password is not None and prom.password.get() == "prom-pass-0123"
     assert "prom-pass" not in repr(s)
-    # The bearer token excludes basic auth: test_settings_prometheus.py parses it. The old
+    # The bearer token excludes basic auth: tests/settings/test_prometheus_settings.py parses it. The old
     # name of REPAIR_PATH excludes it: parsed below.
     exclusive = {"LOOPBREAKER_PROMETHEUS_BEARER_TOKEN", "LOOPBREAKER_HOST_ACTION"}
     documented = {v.name for v in S.VARIABLES if "<" not in v.name}
