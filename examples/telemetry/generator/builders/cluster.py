@@ -172,6 +172,8 @@ class KubeflowSpec:
     env: list[dict[str, str]] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     restart_policy: str = "ExitCode"
+    #: (replica type, index) -> the node the replica runs on
+    placement: dict[tuple[str, int], Node] = field(default_factory=dict)
 
     @property
     def framework(self) -> str:

@@ -48,8 +48,8 @@ class KubeflowJobs:
         incarnation: int,
         start_m: int,
         end_m: int | None,
-        placement: dict[tuple[str, int], Node],
         *,
+        placement: dict[tuple[str, int], Node] | None = None,
         only: Iterable[tuple[str, int]] | None = None,
         failed_at: dict[tuple[str, int], int] | None = None,
         created_m: float | None = None,
@@ -74,7 +74,7 @@ class KubeflowJobs:
                     rtype=rtype,
                     index=index,
                     incarnation=incarnation,
-                    node=placement[(rtype, index)],
+                    node=(placement or spec.placement)[(rtype, index)],
                     start_m=start_m,
                     created_ns=self.ctx.at(made, "created", namespace, name, incarnation),
                     phases=phases,
@@ -92,7 +92,6 @@ class KubeflowJobs:
         spec: KubeflowSpec,
         namespace: str,
         start_m: int,
-        placement: dict[tuple[str, int], Node],
         *,
         skip: Iterable[tuple[str, int]] = (),
     ) -> None:
@@ -100,9 +99,7 @@ class KubeflowJobs:
         for rtype, count in spec.replicas.items():
             for index in range(count):
                 if (rtype, index) not in skip:
-                    self.kf_pods(
-                        spec, namespace, 0, start_m, None, placement, only=[(rtype, index)]
-                    )
+                    self.kf_pods(spec, namespace, 0, start_m, None, only=[(rtype, index)])
 
     def kf_incarnations(
         self,
@@ -110,14 +107,13 @@ class KubeflowJobs:
         namespace: str,
         key: tuple[str, int],
         starts: list[int],
-        placement: dict[tuple[str, int], Node],
         *,
         exit_code: int | None = None,
         nodes: list[Node] | None = None,
     ) -> list[KfPod]:
         """The pod objects of one replica, one per start: each but the last fails a minute
         before the next is created (and is restarted by the operator with ``exit_code``).
-        ``nodes`` = where each one runs, when not where ``placement`` puts the replica."""
+        ``nodes`` = where each one runs, when not where the job places the replica."""
         pods = []
         for k, start, end in spans(starts):
             (pod,) = self.kf_pods(
@@ -126,7 +122,7 @@ class KubeflowJobs:
                 k,
                 start,
                 end,
-                placement if nodes is None else {**placement, key: nodes[k]},
+                placement=None if nodes is None else {**spec.placement, key: nodes[k]},
                 only=[key],
                 failed_at={key: end - 1} if end is not None else None,
                 created_m=start - 0.58 if k else None,
@@ -140,7 +136,6 @@ class KubeflowJobs:
         self,
         spec: KubeflowSpec,
         namespace: str,
-        placement: dict[tuple[str, int], Node],
         starts: list[int],
         failed_at: Callable[[int, int], int],
         exit_code: int,
@@ -149,11 +144,9 @@ class KubeflowJobs:
         but the last fails (at ``failed_at(attempt, its end)``) and the operator restarts it
         with ``exit_code``."""
         for k, start, end in spans(starts):
-            failed = {key: failed_at(k, end) for key in placement} if end is not None else None
+            failed = {key: failed_at(k, end) for key in spec.placement} if end is not None else None
             created = start - 0.58 if k else None
-            ours = self.kf_pods(
-                spec, namespace, k, start, end, placement, failed_at=failed, created_m=created
-            )
+            ours = self.kf_pods(spec, namespace, k, start, end, failed_at=failed, created_m=created)
             if end is not None:
                 self.kf_restart(ours, end, exit_code)
 
@@ -161,6 +154,22 @@ class KubeflowJobs:
         """A TFJob's Chief (its first pod) and the id of the thread that logs its steps."""
         chief = self.kf_pod(spec, "Chief", 0, 0)
         return chief, rand_int(130_000, 140_000, "tid", chief.name)
+
+    def chief_steps(
+        self,
+        spec: KubeflowSpec,
+        minutes: range,
+        offset: float,
+        key: str,
+        where: str,
+        text: Callable[[int], str],
+    ) -> None:
+        """The Chief's glog line at T+m+offset for every m of ``minutes`` (its time derived
+        from ``key`` and m), saying ``text(m)``."""
+        chief, tid = self.kf_chief(spec)
+        for m in minutes:
+            at = self.ctx.at(m + offset, key, m)
+            self.glog_line(chief, m + offset, at, tid, where, text(m))
 
     def kf_pod(self, spec: KubeflowSpec, rtype: str, index: int, incarnation: int) -> KfPod:
         for pod in self.pods:

@@ -30,7 +30,15 @@ from .nodes import nodes_json
 from .noise import TrainingNoise
 from .pods import pods_json
 from .recorder import Recorder
-from .templates import GPU_TAINT, TPU_TAINT, gpu_capacity, gpu_labels, tpu_capacity, tpu_labels
+from .templates import (
+    GPU_TAINT,
+    TPU_TAINT,
+    expect,
+    gpu_capacity,
+    gpu_labels,
+    tpu_capacity,
+    tpu_labels,
+)
 
 
 class Scenario(KubeflowJobs, TrainingNoise, Recorder):
@@ -142,6 +150,13 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
             taints=GPU_TAINT,
             **kwargs,
         )
+
+    def cpu_pool(
+        self, pool: str, machine: str, count: int, cpu: int, mem_ki: int | None = None
+    ) -> list[Node]:
+        """CPU nodes with ``cpu`` cores and ``mem_ki`` KiB of memory."""
+        capacity = {"cpu": str(cpu)} | ({"memory": f"{mem_ki}Ki"} if mem_ki else {})
+        return self.add_pool(pool, machine, count, capacity=capacity)
 
     def tpu_pool(
         self,
@@ -295,6 +310,11 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         self.failed_scheduling(pod, start_m - 0.84, message)
         self.scheduled(pod, back - 0.2)
 
+    def suspect(self, node: Node, failures: int) -> None:
+        """The diagnosis must name ``node``'s host, which failed ``failures`` times."""
+        entry = {"host": node.host, "nodes": [node.name], "failures": failures}
+        self.expect["suspect_hosts"].append(entry)
+
     def coordinator_at(self, spec: JobSetSpec, m: float) -> Pod | None:
         for pod in self.pods:
             if pod.spec is spec and pod.coordinator and pod.phase_at(math.floor(m)) == "Running":
@@ -442,27 +462,28 @@ def unreachable_node(total: int, resources: dict[str, str]) -> str:
     )
 
 
-def scenario(
+def declare(
+    build: Callable[[Any, Context], None],
     slug: str,
     description: str,
     ctx: Context,
-    expected: dict[str, Any] | None = None,
+    root_cause: str,
+    remediation_path: str,
     *,
+    restart_loop: bool = True,
     kubelet_every: int = 29,
     kind: type[Scenario] | None = None,
-) -> Callable[[Callable[[Any], None]], Callable[[], Scenario]]:
-    """Declare a scenario: its folder ``slug``, ``description``, cluster and ``expected``
-    diagnosis. The decorated function gets the new Scenario (of class ``kind``) and adds its
-    nodes, pods, log entries and metrics; the kubelet's chatter on every node comes last."""
+) -> Callable[[], Scenario]:
+    """A scenario: its folder ``slug``, ``description``, cluster and expected diagnosis (its
+    suspect hosts: ``Scenario.suspect``), built by ``build(sc, ctx)`` on a new Scenario of
+    class ``kind``; the kubelet's chatter on every node comes last."""
 
-    def declare(build: Callable[[Any], None]) -> Callable[[], Scenario]:
-        @functools.wraps(build)
-        def make() -> Scenario:
-            sc = (kind or Scenario)(slug, description, ctx, dict(expected or {}))
-            build(sc)
-            sc.kubelet_noise(every=kubelet_every)
-            return sc
+    @functools.wraps(build)
+    def make() -> Scenario:
+        expected = expect(root_cause, remediation_path, loop=restart_loop)
+        sc = (kind or Scenario)(slug, description, ctx, expected)
+        build(sc, sc.ctx)
+        sc.kubelet_noise(every=kubelet_every)
+        return sc
 
-        return make
-
-    return declare
+    return make

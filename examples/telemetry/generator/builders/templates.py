@@ -119,23 +119,34 @@ def kubeflow_job(
     api_kind: str,
     name: str,
     image: str,
-    replicas: dict[str, tuple[int, dict[str, str]]],
+    replicas: dict[str, tuple[Any, ...]],
     *,
-    select: dict[str, str] | None = None,
-    gpu_select: dict[str, str] | None = None,
+    select_pool: bool = False,
     **kwargs: Any,
 ) -> KubeflowSpec:
-    """A TFJob or PyTorchJob: replica type -> (count, resources). The types that request GPUs
-    run on ``gpu_select`` nodes and tolerate their taint, the others on ``select`` nodes."""
-    gpu = [r for r, (_, res) in replicas.items() if "nvidia.com/gpu" in res]
+    """A TFJob or PyTorchJob: replica type -> (the nodes its replicas run on, one each; cpu;
+    memory[; GPUs]). Each type's node selector picks its nodes: GPU nodes by their model
+    (by their pool with ``select_pool``), other nodes by their pool; the types that request
+    GPUs tolerate the GPU taint."""
+    res = {rtype: resources(*shape[1:]) for rtype, shape in replicas.items()}
+    gpu = [rtype for rtype, r in res.items() if "nvidia.com/gpu" in r]
+    select = {}
+    for rtype, (nodes, *_) in replicas.items():
+        model = nodes[0].labels.get("cloud.google.com/gke-accelerator")
+        select[rtype] = nodepool(nodes[0].pool) if select_pool or not model else accelerator(model)
     return KubeflowSpec(
         name,
         api_kind,
-        {rtype: count for rtype, (count, _) in replicas.items()},
+        {rtype: len(shape[0]) for rtype, shape in replicas.items()},
         image,
-        {rtype: res for rtype, (_, res) in replicas.items()},
-        {rtype: (gpu_select if rtype in gpu else select) or {} for rtype in replicas},
+        res,
+        select,
         {rtype: GPU_TOLERATION for rtype in gpu},
+        placement={
+            (rtype, i): node
+            for rtype, (nodes, *_) in replicas.items()
+            for i, node in enumerate(nodes)
+        },
         **kwargs,
     )
 

@@ -16,47 +16,18 @@ from ..builders.pytorch import (
     torchrun_startup,
     worker_pids,
 )
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import accelerator, expect, kubeflow_job, resources, tpu_jobset
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import kubeflow_job, tpu_jobset
 from ..builders.workload import jobset_restarting
 
 
-@scenario(
-    "gpu-cuda-out-of-memory",
-    "Kubeflow PyTorchJob (Master + 3 Workers, one A3 High node and 8 H100 each, 32 ranks, "
-    "restartPolicy ExitCode; the container runs torchrun under 'bash -c ... || exit 128' "
-    "so that a failed run exits with a retryable code). Each attempt resumes from the "
-    "same checkpoint and, 18 minutes of training later, reaches the same long-sequence "
-    "batch: every rank dies of torch.OutOfMemoryError: CUDA out of memory. Tried to "
-    "allocate 3.91 GiB (the logits), each pod's torchrun reports failed (exitcode: 1) "
-    "and ChildFailedError, all 4 pods exit 128 and the operator re-creates them "
-    "(T-27.6m, T-6.6m, T+14.4m: 3 attempts; two PyTorchJobRestarting events, 1 Master "
-    "and 3 Worker replica(s), and two counter steps per restart: "
-    "training_operator_jobs_restarted_total{job_namespace=finetune,framework=pytorch} "
-    "3 -> 9). Nodes stay Ready; no host is suspect.",
-    Context(
-        "aster-llm",
-        "us-west4",
-        "us-west4-a",
-        "a3-llm-usw4",
-        "finetune",
-        "llama3-70b-lora",
-        "2026-05-28T22:10:00Z",
-        workload_kind="pytorchjob",
-    ),
-    expect("gpu_out_of_memory", "fix_gpu_memory"),
-)
-def scenario_gpu_cuda_oom(sc: Scenario) -> None:
-    ctx = sc.ctx
+def gpu_cuda_oom(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4)
-    gpu_res = resources("200", "1700Gi", 8)
     spec = kubeflow_job(
         "PyTorchJob",
         ctx.workload,
         "us-west4-docker.pkg.dev/aster-llm/finetune/llama-sft:2.5.1-cu124",
-        {"Master": (1, gpu_res), "Worker": (3, gpu_res)},
-        gpu_select=accelerator("nvidia-h100-80gb"),
-        env=NCCL_ENV,
+        {"Master": (nodes[:1], "200", "1700Gi", 8), "Worker": (nodes[1:], "200", "1700Gi", 8)},
         command=[
             "/bin/bash",
             "-c",
@@ -64,13 +35,12 @@ def scenario_gpu_cuda_oom(sc: Scenario) -> None:
             "--master-addr=$MASTER_ADDR --master-port=$MASTER_PORT /workspace/sft.py "
             "--config=/config/llama3-70b-lora.yaml || exit 128",
         ],
+        env=NCCL_ENV,
     )
-    placement = {("Master", 0): nodes[0]}
-    placement.update({("Worker", i): nodes[i + 1] for i in range(3)})
     fails = [-27.6, -6.6, 14.4]
     restarts = [math.ceil(f) + 1 for f in fails]
     starts = [-400, *restarts]
-    sc.kf_attempts(spec, ctx.namespace, placement, starts, lambda k, end: math.ceil(fails[k]), 128)
+    sc.kf_attempts(spec, ctx.namespace, starts, lambda k, end: math.ceil(fails[k]), 128)
     sc.operator_counter(ctx.namespace, "pytorch", 3, [r for r in restarts for _ in range(2)])
 
     # The Master's log: torchrun and NCCL start-up, HF Trainer steps every 3 minutes,
@@ -80,7 +50,7 @@ def scenario_gpu_cuda_oom(sc: Scenario) -> None:
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else LAST_MINUTE + 1
         run = start + 1
-        pods = [sc.kf_pod(spec, rtype, i, k) for rtype, i in placement]
+        pods = [sc.kf_pod(spec, rtype, i, k) for rtype, i in spec.placement]
         master = pods[0]
         # step(m) = base_step + (m - base_m) * rate
         if k == 0:
@@ -116,23 +86,18 @@ def scenario_gpu_cuda_oom(sc: Scenario) -> None:
             if prev < saved <= step and saved > (ckpt if k else 0):
                 # pytorch.toml quiet (source: huggingface/transformers v4.40.0
                 # src/transformers/trainer.py)
-                sc.container_log(
-                    master,
-                    m + 0.8,
-                    f"Saving model checkpoint to /ckpt/{spec.name}/checkpoint-{saved}",
-                    key=("ckpt", k, m),
-                )
-            if (m - run) % 3 != 1:
-                continue
-            loss = 1.3 * math.exp(-step / 90_000) + 0.82 + rand_float(-0.02, 0.02, "ll", step)
-            sc.container_log(
-                master,
-                m + 0.5,
-                f"{{'loss': {loss:.4f}, 'grad_norm': {rand_float(0.2, 0.6, 'gn', step):.4f}, "
-                f"'learning_rate': {rand_float(1.1e-5, 1.3e-5, 'lr', step):.4e}, "
-                f"'epoch': {step / 98_000:.2f}}}",
-                key=("train", k, m),
-            )
+                text = f"Saving model checkpoint to /ckpt/{spec.name}/checkpoint-{saved}"
+                sc.container_log(master, m + 0.8, text, key=("ckpt", k, m))
+            if (m - run) % 3 == 1:
+                loss = 1.3 * math.exp(-step / 90_000) + 0.82 + rand_float(-0.02, 0.02, "ll", step)
+                metrics = {
+                    "loss": f"{loss:.4f}",
+                    "grad_norm": f"{rand_float(0.2, 0.6, 'gn', step):.4f}",
+                    "learning_rate": f"{rand_float(1.1e-5, 1.3e-5, 'lr', step):.4e}",
+                    "epoch": f"{step / 98_000:.2f}",
+                }
+                pairs = ", ".join(f"'{name}': {value}" for name, value in metrics.items())
+                sc.container_log(master, m + 0.5, "{" + pairs + "}", key=("train", k, m))
         if k == len(fails):
             break
         # The long-sequence batch: every rank runs out of GPU memory within a second.
@@ -169,28 +134,7 @@ def scenario_gpu_cuda_oom(sc: Scenario) -> None:
             torchrun_failure(sc, pod, last, worker_pids(pod, k))
 
 
-@scenario(
-    "tpu-hbm-out-of-memory",
-    "TPU v5p slice (2x2x4, 4 hosts, reserved block) running a MaxText JobSet created at "
-    "T-43m. Every attempt restores the last checkpoint, trains, and about 13 minutes in "
-    "compiles the eval step for its first evaluation: on all 4 workers XLA fails with "
-    "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
-    "space hbm (Used 97.82G of 95.74G hbm), the workers exit and the JobSet restarts "
-    "(0 -> 4 at T-27m, T-11m, T+5m, T+21m). Nodes stay Ready, no interruption: the "
-    "program needs more HBM than the chip has.",
-    Context(
-        "atlas-tpu-research",
-        "us-east5",
-        "us-east5-a",
-        "v5p-train-use5",
-        "llm",
-        "gemma2-27b-pretrain",
-        "2026-09-09T08:45:00Z",
-    ),
-    expect("gpu_out_of_memory", "fix_gpu_memory"),
-)
-def scenario_tpu_hbm_oom(sc: Scenario) -> None:
-    ctx = sc.ctx
+def tpu_hbm_oom(sc: Scenario, ctx: Context) -> None:
     v5p = ("tpu-v5p-slice", "2x2x4")
     tpu = sc.tpu_pool("v5p-pool", "ct5p-hightpu-4t", 4, *v5p, 208, 463475916, hosts=True)
     image = "us-docker.pkg.dev/atlas-tpu-research/maxtext/maxtext-runner:2026-08-28"
@@ -255,3 +199,56 @@ def scenario_tpu_hbm_oom(sc: Scenario) -> None:
             )
         jobset_restarting(sc, spec, restarts[k], k + 1)
     sc.training_noise(spec, "maxtext", checkpoint_every=10)
+
+
+scenario_gpu_cuda_oom = declare(
+    gpu_cuda_oom,
+    "gpu-cuda-out-of-memory",
+    "Kubeflow PyTorchJob (Master + 3 Workers, one A3 High node and 8 H100 each, 32 ranks, "
+    "restartPolicy ExitCode; the container runs torchrun under 'bash -c ... || exit 128' "
+    "so that a failed run exits with a retryable code). Each attempt resumes from the "
+    "same checkpoint and, 18 minutes of training later, reaches the same long-sequence "
+    "batch: every rank dies of torch.OutOfMemoryError: CUDA out of memory. Tried to "
+    "allocate 3.91 GiB (the logits), each pod's torchrun reports failed (exitcode: 1) "
+    "and ChildFailedError, all 4 pods exit 128 and the operator re-creates them "
+    "(T-27.6m, T-6.6m, T+14.4m: 3 attempts; two PyTorchJobRestarting events, 1 Master "
+    "and 3 Worker replica(s), and two counter steps per restart: "
+    "training_operator_jobs_restarted_total{job_namespace=finetune,framework=pytorch} "
+    "3 -> 9). Nodes stay Ready; no host is suspect.",
+    Context(
+        "aster-llm",
+        "us-west4",
+        "us-west4-a",
+        "a3-llm-usw4",
+        "finetune",
+        "llama3-70b-lora",
+        "2026-05-28T22:10:00Z",
+        "pytorchjob",
+    ),
+    "gpu_out_of_memory",
+    "fix_gpu_memory",
+)
+
+
+scenario_tpu_hbm_oom = declare(
+    tpu_hbm_oom,
+    "tpu-hbm-out-of-memory",
+    "TPU v5p slice (2x2x4, 4 hosts, reserved block) running a MaxText JobSet created at "
+    "T-43m. Every attempt restores the last checkpoint, trains, and about 13 minutes in "
+    "compiles the eval step for its first evaluation: on all 4 workers XLA fails with "
+    "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+    "space hbm (Used 97.82G of 95.74G hbm), the workers exit and the JobSet restarts "
+    "(0 -> 4 at T-27m, T-11m, T+5m, T+21m). Nodes stay Ready, no interruption: the "
+    "program needs more HBM than the chip has.",
+    Context(
+        "atlas-tpu-research",
+        "us-east5",
+        "us-east5-a",
+        "v5p-train-use5",
+        "llm",
+        "gemma2-27b-pretrain",
+        "2026-09-09T08:45:00Z",
+    ),
+    "gpu_out_of_memory",
+    "fix_gpu_memory",
+)

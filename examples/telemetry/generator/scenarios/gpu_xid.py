@@ -11,37 +11,14 @@ from ..builders.cluster import Context
 from ..builders.deterministic import NS, rand_hex, rand_int
 from ..builders.gpu import a3_jobset, a3_pool, gpu_fault_episode, outage_back, xid_burst
 from ..builders.pytorch import cuda_error_lines, torchrun_failure, worker_pids
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, suspect
+from ..builders.scenario import Scenario, declare
 from ..builders.workload import jobset_restarting
 
 #: What CUDA reports to the rank whose GPU has an uncorrectable memory error.
 UNCORRECTABLE = "uncorrectable ECC error encountered"
 
 
-@scenario(
-    "gpu-xid-application-every-rank",
-    "A3 High JobSet (1 x 4 pods, 8 H100 each, 32 ranks, reserved block) training a MoE "
-    "model with a custom FP8 token-dispatch kernel. At T-9.4m and again at T+2.6m (two "
-    "attempts, 12 minutes apart) the kernel reads out of bounds on every rank: in the same "
-    "second all 4 nodes log an application-class Xid on each GPU (Xid 31 MMU fault; Xid 13 "
-    "Graphics SM Warp Exception on two GPUs of nodes 1 and 3), every rank raises CUDA "
-    "error: an illegal memory access was encountered, and each pod's torchrun reports "
-    "failed (exitcode: 1) and ChildFailedError. The JobSet restarts (2 -> 4). Nodes stay "
-    "Ready throughout: one fault of the job on every rank, not four hosts failing.",
-    Context(
-        "corvid-ml-research",
-        "us-east5",
-        "us-east5-a",
-        "a3-kernels-use5",
-        "moe",
-        "moe-16b-fp8",
-        "2026-03-24T19:40:00Z",
-    ),
-    expect("application", "inspect_application"),
-)
-def scenario_gpu_xid_application(sc: Scenario) -> None:
-    ctx = sc.ctx
+def gpu_xid_application(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4)
     spec = a3_jobset(ctx, "us-east5-docker.pkg.dev/corvid-ml-research/moe/moe-trainer:0.7.3-cu126")
     fails = [-9.4, 2.6]
@@ -104,32 +81,10 @@ def scenario_gpu_xid_application(sc: Scenario) -> None:
 XID48_HOST = "d41c7e9a2b6f08e35a1c9d7f4e2b6a80"
 
 
-@scenario(
-    "gpu-xid-hardware-twice",
-    "A3 High JobSet (1 x 4 pods, reserved block). GPU 6 (PCI 0000:8a:00) of node "
-    f"...-k2w8 on physical host {XID48_HOST} reports an uncorrectable double-bit ECC error "
-    "(Xid 48, then Xid 63 row remapping) at T-14.3m and again at T+0.7m, 15 minutes "
-    "apart. Each time rank 30 dies with CUDA error: uncorrectable ECC error encountered, "
-    "torchrun reports failed (exitcode: 1), the JobSet restarts (5 -> 7) and the node is "
-    "reset (Ready Unknown for 3 samples, then False, NodeNotReady; the driver loads again "
-    "on boot); the new pod waits for the node. There is no Compute Engine hostError or "
-    "TerminationEvent: the Xid is the evidence. Two hardware faults of one host: "
-    "faulty_host.",
-    Context(
-        "halcyon-genai",
-        "us-central1",
-        "us-central1-a",
-        "a3-prod-usc1",
-        "training",
-        "llama3-70b-cpt",
-        "2026-07-08T11:25:00Z",
-    ),
-)
-def scenario_gpu_xid_hardware_twice(sc: Scenario) -> None:
-    ctx = sc.ctx
+def gpu_xid_hardware_twice(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4, suffixes=["f5n1", "p8c3", "r4t6", "k2w8"], host_ids={3: XID48_HOST})
     bad = nodes[3]
-    sc.expect = expect("faulty_host", "isolate_host", suspect(XID48_HOST, bad.name, 2))
+    sc.suspect(bad, 2)
     spec = a3_jobset(ctx, "us-central1-docker.pkg.dev/halcyon-genai/llm/cpt-trainer:2026.06.30")
     eps = [-14.3, 0.7]
     restarts = [math.ceil(e) + 1 for e in eps]
@@ -165,29 +120,10 @@ def scenario_gpu_xid_hardware_twice(sc: Scenario) -> None:
     sc.training_noise(spec, "hf")
 
 
-@scenario(
-    "gpu-xid-hardware-once",
-    "A3 High JobSet (1 x 4 pods, reserved block). At T-4.3m GPU 3 (PCI 0000:0b:00) of "
-    "node 2 reports an uncontained memory error (Xid 95, 'Uncontained: LTC TAG ... RST: "
-    "Yes'): rank 19 dies with CUDA error: uncorrectable ECC error encountered, torchrun "
-    "reports failed (exitcode: 1), the JobSet restarts (3 -> 4) and the node is reset "
-    "once (Ready Unknown for 3 samples, then False, NodeNotReady); the new pod waits "
-    "for it. One hardware fault of one host inside the window: host_error, watch it.",
-    Context(
-        "tidewater-ai",
-        "europe-west4",
-        "europe-west4-b",
-        "a3-vision-euw4",
-        "vision",
-        "vit-22b-pretrain",
-        "2026-10-27T15:50:00Z",
-    ),
-)
-def scenario_gpu_xid_hardware_once(sc: Scenario) -> None:
-    ctx = sc.ctx
+def gpu_xid_hardware_once(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4)
     bad = nodes[2]
-    sc.expect = expect("host_error", "watch_host", suspect(bad.host, bad.name, 1))
+    sc.suspect(bad, 1)
     spec = a3_jobset(ctx, "europe-west4-docker.pkg.dev/tidewater-ai/vision/vit-trainer:3.2.0")
     m0 = -4.3
     restart = math.ceil(m0) + 1
@@ -205,7 +141,104 @@ def scenario_gpu_xid_hardware_once(sc: Scenario) -> None:
     sc.training_noise(spec, "diffusion")
 
 
-@scenario(
+def gpu_xid79_stays_ready(sc: Scenario, ctx: Context) -> None:
+    nodes = a3_pool(sc, 5, suffixes=["b3m9", "h7q2", "n2x5", "t6c1", "w8d4"])
+    bad, spare = nodes[1], nodes[4]
+    sc.suspect(bad, 1)
+    spec = a3_jobset(ctx, "us-east4-docker.pkg.dev/lyra-foundation/sft/sft-trainer:1.9.4")
+    m0 = -6.4
+    restart = math.ceil(m0) + 1
+    sc.add_jobset(spec, 1, [restart])
+    sc.attempt(spec, 1, -520, restart, nodes[:4], failed_at={1: math.ceil(m0)})
+    sc.attempt(spec, 2, restart, None, [nodes[0], spare, nodes[2], nodes[3]])
+    # nvidia.toml nvidia.xid, Xid 79 (source: https://github.com/akash-network/support/issues/209)
+    xid79 = "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    gpu_fault_episode(sc, spec, 1, 1, m0, 5, [xid79], error=None, exitcode=-6, outage=False)
+
+    def seven_gpus(item: dict[str, Any]) -> None:
+        # nvidia-gpu-device-plugin marks the lost GPU unhealthy: allocatable drops to 7.
+        item["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+
+    sc.node_hooks[bad.name] = seven_gpus
+    sc.training_noise(spec, "megatron", every=3)
+
+
+scenario_gpu_xid_application = declare(
+    gpu_xid_application,
+    "gpu-xid-application-every-rank",
+    "A3 High JobSet (1 x 4 pods, 8 H100 each, 32 ranks, reserved block) training a MoE "
+    "model with a custom FP8 token-dispatch kernel. At T-9.4m and again at T+2.6m (two "
+    "attempts, 12 minutes apart) the kernel reads out of bounds on every rank: in the same "
+    "second all 4 nodes log an application-class Xid on each GPU (Xid 31 MMU fault; Xid 13 "
+    "Graphics SM Warp Exception on two GPUs of nodes 1 and 3), every rank raises CUDA "
+    "error: an illegal memory access was encountered, and each pod's torchrun reports "
+    "failed (exitcode: 1) and ChildFailedError. The JobSet restarts (2 -> 4). Nodes stay "
+    "Ready throughout: one fault of the job on every rank, not four hosts failing.",
+    Context(
+        "corvid-ml-research",
+        "us-east5",
+        "us-east5-a",
+        "a3-kernels-use5",
+        "moe",
+        "moe-16b-fp8",
+        "2026-03-24T19:40:00Z",
+    ),
+    "application",
+    "inspect_application",
+)
+
+
+scenario_gpu_xid_hardware_twice = declare(
+    gpu_xid_hardware_twice,
+    "gpu-xid-hardware-twice",
+    "A3 High JobSet (1 x 4 pods, reserved block). GPU 6 (PCI 0000:8a:00) of node "
+    f"...-k2w8 on physical host {XID48_HOST} reports an uncorrectable double-bit ECC error "
+    "(Xid 48, then Xid 63 row remapping) at T-14.3m and again at T+0.7m, 15 minutes "
+    "apart. Each time rank 30 dies with CUDA error: uncorrectable ECC error encountered, "
+    "torchrun reports failed (exitcode: 1), the JobSet restarts (5 -> 7) and the node is "
+    "reset (Ready Unknown for 3 samples, then False, NodeNotReady; the driver loads again "
+    "on boot); the new pod waits for the node. There is no Compute Engine hostError or "
+    "TerminationEvent: the Xid is the evidence. Two hardware faults of one host: "
+    "faulty_host.",
+    Context(
+        "halcyon-genai",
+        "us-central1",
+        "us-central1-a",
+        "a3-prod-usc1",
+        "training",
+        "llama3-70b-cpt",
+        "2026-07-08T11:25:00Z",
+    ),
+    "faulty_host",
+    "isolate_host",
+)
+
+
+scenario_gpu_xid_hardware_once = declare(
+    gpu_xid_hardware_once,
+    "gpu-xid-hardware-once",
+    "A3 High JobSet (1 x 4 pods, reserved block). At T-4.3m GPU 3 (PCI 0000:0b:00) of "
+    "node 2 reports an uncontained memory error (Xid 95, 'Uncontained: LTC TAG ... RST: "
+    "Yes'): rank 19 dies with CUDA error: uncorrectable ECC error encountered, torchrun "
+    "reports failed (exitcode: 1), the JobSet restarts (3 -> 4) and the node is reset "
+    "once (Ready Unknown for 3 samples, then False, NodeNotReady); the new pod waits "
+    "for it. One hardware fault of one host inside the window: host_error, watch it.",
+    Context(
+        "tidewater-ai",
+        "europe-west4",
+        "europe-west4-b",
+        "a3-vision-euw4",
+        "vision",
+        "vit-22b-pretrain",
+        "2026-10-27T15:50:00Z",
+    ),
+    "host_error",
+    "watch_host",
+)
+
+
+scenario_gpu_xid79_stays_ready = declare(
+    gpu_xid79_stays_ready,
     "gpu-xid79-node-stays-ready",
     "A3 High JobSet (1 x 4 pods) on a 5-node reserved pool (one spare). At T-6.4m GPU 5 "
     "(PCI 0000:85:00) of node ...-h7q2 falls off the bus (Xid 79): rank 13 aborts (Fatal "
@@ -223,25 +256,6 @@ def scenario_gpu_xid_hardware_once(sc: Scenario) -> None:
         "qwen2-72b-sft",
         "2026-12-15T06:35:00Z",
     ),
+    "host_error",
+    "watch_host",
 )
-def scenario_gpu_xid79_stays_ready(sc: Scenario) -> None:
-    ctx = sc.ctx
-    nodes = a3_pool(sc, 5, suffixes=["b3m9", "h7q2", "n2x5", "t6c1", "w8d4"])
-    bad, spare = nodes[1], nodes[4]
-    sc.expect = expect("host_error", "watch_host", suspect(bad.host, bad.name, 1))
-    spec = a3_jobset(ctx, "us-east4-docker.pkg.dev/lyra-foundation/sft/sft-trainer:1.9.4")
-    m0 = -6.4
-    restart = math.ceil(m0) + 1
-    sc.add_jobset(spec, 1, [restart])
-    sc.attempt(spec, 1, -520, restart, nodes[:4], failed_at={1: math.ceil(m0)})
-    sc.attempt(spec, 2, restart, None, [nodes[0], spare, nodes[2], nodes[3]])
-    # nvidia.toml nvidia.xid, Xid 79 (source: https://github.com/akash-network/support/issues/209)
-    xid79 = "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
-    gpu_fault_episode(sc, spec, 1, 1, m0, 5, [xid79], error=None, exitcode=-6, outage=False)
-
-    def seven_gpus(item: dict[str, Any]) -> None:
-        # nvidia-gpu-device-plugin marks the lost GPU unhealthy: allocatable drops to 7.
-        item["status"]["allocatable"]["nvidia.com/gpu"] = "7"
-
-    sc.node_hooks[bad.name] = seven_gpus
-    sc.training_noise(spec, "megatron", every=3)

@@ -7,8 +7,8 @@ from ..builders.cluster import LAST_MINUTE, Context
 from ..builders.deterministic import NS, py_stamp, rand_int
 from ..builders.gpu import a2_ultra_pool
 from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset, tpu_jobset
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset, tpu_jobset
 
 #: The NCCL-hang scenario's zonal cluster; the golden signal fixtures are logged in it too.
 A100_CLUSTER = Context(
@@ -22,27 +22,7 @@ A100_CLUSTER = Context(
 )
 
 
-@scenario(
-    "capacity",
-    "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
-    "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
-    "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
-    "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
-    "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
-    "constant AutoUpgrade series).",
-    Context(
-        "acme-ml-platform",
-        "us-east5",
-        "us-east5-b",
-        "tpu-v6e-cluster",
-        "default",
-        "maxtext-v6e-pretrain",
-        "2026-02-14T11:20:00Z",
-    ),
-    expect("capacity", "add_capacity"),
-)
-def scenario_capacity(sc: Scenario) -> None:
-    ctx = sc.ctx
+def capacity(sc: Scenario, ctx: Context) -> None:
     v6e = ("tpu-v6e-slice", "4x4")
     tpu = sc.tpu_pool("v6e-pool", "ct6e-standard-4t", 4, *v6e, 180, 739695076, hosts=True)
     image = "us-docker.pkg.dev/acme-ml-platform/maxtext/runner:2026.02.10"
@@ -90,21 +70,7 @@ def scenario_capacity(sc: Scenario) -> None:
     sc.training_noise(spec, "maxtext")
 
 
-@scenario(
-    "nccl-application-hang",
-    "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
-    "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
-    "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
-    "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
-    "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
-    "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
-    "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
-    "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
-    A100_CLUSTER,
-    expect("application", "inspect_application"),
-)
-def scenario_nccl_hang(sc: Scenario) -> None:
-    ctx = sc.ctx
+def nccl_hang(sc: Scenario, ctx: Context) -> None:
     nodes = a2_ultra_pool(sc)
     image = "us-central1-docker.pkg.dev/neox-research-7781/neox/gpt-neox:2.0-cu124"
     a100 = "nvidia-a100-80gb"
@@ -136,25 +102,7 @@ def scenario_nccl_hang(sc: Scenario) -> None:
             sc.container_log(worker, fail_m, text, stderr=True, at_ns=at)
 
 
-@scenario(
-    "no-restarts",
-    "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
-    "4 from T-62m on (the last restart happened before the window) and flat through the "
-    "window, so there is no restart loop. Another JobSet in the same namespace "
-    "(data-prep-sharder) does restart inside the window and must be ignored.",
-    Context(
-        "acme-ml-platform",
-        "us-central2-b",
-        "us-central2-b",
-        "tpu-v4-research",
-        "team-nlp",
-        "t5-xxl-pretrain",
-        "2026-07-03T09:00:00Z",
-    ),
-    expect("no_restart_loop", "none", loop=False),
-)
-def scenario_no_restarts(sc: Scenario) -> None:
-    ctx = sc.ctx
+def no_restarts(sc: Scenario, ctx: Context) -> None:
     v4 = ("tpu-v4-podslice", "2x2x4")
     tpu = sc.tpu_pool("v4-pool", "ct4p-hightpu-4t", 4, *v4, 240, 421573588)
     image = "us-docker.pkg.dev/acme-ml-platform/t5x/t5x-runner:0.9.3"
@@ -167,26 +115,7 @@ def scenario_no_restarts(sc: Scenario) -> None:
     sc.training_noise(spec, "jax")
 
 
-@scenario(
-    "unknown",
-    "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
-    "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
-    "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
-    "The data crosses midnight UTC.",
-    Context(
-        "orbital-ml-dev",
-        "asia-southeast1",
-        "asia-southeast1-b",
-        "l4-dev-cluster",
-        "default",
-        "whisper-large-ft",
-        "2026-09-15T23:55:00Z",
-    ),
-    expect("unknown", "inspect_application"),
-    kubelet_every=13,
-)
-def scenario_unknown(sc: Scenario) -> None:
-    ctx = sc.ctx
+def unknown(sc: Scenario, ctx: Context) -> None:
     l4 = ("nvidia-l4", 48, 197972452, 4)
     nodes = sc.gpu_pool("l4-pool", "g2-standard-48", 4, *l4)
     image = "asia-southeast1-docker.pkg.dev/orbital-ml-dev/asr/whisper-ft:0.3.1"
@@ -215,3 +144,87 @@ def scenario_unknown(sc: Scenario) -> None:
             key="skip",
         )
         sc.killing(pod, r - 0.6)
+
+
+scenario_capacity = declare(
+    capacity,
+    "capacity",
+    "TPU v6e JobSet (one 4x4 slice = 4 hosts). The JobSet restarts at T-41m (before the "
+    "window, rescheduled at once) and at T-27m (10 -> 11 in the window). A higher-priority "
+    "JobSet (priority-eval) submitted at T-28m takes the freed slice, so from T-27m all "
+    "four new pods stay Pending/Unschedulable with FailedScheduling 'Insufficient "
+    "google.com/tpu'. All nodes stay Ready and no interruption increases (only an old "
+    "constant AutoUpgrade series).",
+    Context(
+        "acme-ml-platform",
+        "us-east5",
+        "us-east5-b",
+        "tpu-v6e-cluster",
+        "default",
+        "maxtext-v6e-pretrain",
+        "2026-02-14T11:20:00Z",
+    ),
+    "capacity",
+    "add_capacity",
+)
+
+
+scenario_nccl_hang = declare(
+    nccl_hang,
+    "nccl-application-hang",
+    "A2 Ultra (A100 80GB) JobSet, 4 pods x 8 GPUs (32 ranks), zonal cluster. The "
+    "training hangs in an all-reduce about 8 minutes after every (re)start; the NCCL "
+    "watchdog fires after 600 s on the coordinator (worker 0 of job 0) with "
+    "ProcessGroupNCCL timeout, DistBackendError and torchrun ChildFailedError, and "
+    "the JobSet restarts (2 -> 5, at T-19m, T+1m, T+21m). A non-coordinator worker logs "
+    "NCCL WARN connection reset / collective timeout lines. Nodes are healthy (no "
+    "NotReady, no interruptions); A2 nodes carry no gce-topology-host label. Pods carry "
+    "the jobset.sigs.k8s.io/coordinator label (value names worker 0 for every pod).",
+    A100_CLUSTER,
+    "application",
+    "inspect_application",
+)
+
+
+scenario_no_restarts = declare(
+    no_restarts,
+    "no-restarts",
+    "TPU v4 JobSet (one 2x2x4 slice = 4 hosts). kube_jobset_restarts for the workload is "
+    "4 from T-62m on (the last restart happened before the window) and flat through the "
+    "window, so there is no restart loop. Another JobSet in the same namespace "
+    "(data-prep-sharder) does restart inside the window and must be ignored.",
+    Context(
+        "acme-ml-platform",
+        "us-central2-b",
+        "us-central2-b",
+        "tpu-v4-research",
+        "team-nlp",
+        "t5-xxl-pretrain",
+        "2026-07-03T09:00:00Z",
+    ),
+    "no_restart_loop",
+    "none",
+    restart_loop=False,
+)
+
+
+scenario_unknown = declare(
+    unknown,
+    "unknown",
+    "L4 GPU JobSet (4 pods x 4 GPUs) restarts twice inside the window (T-14m, T+12m; "
+    "0 -> 2). Nodes stay Ready, there are no interruptions, no pending pods and the "
+    "worker logs hold only ordinary or unrecognized lines. Nothing explains the restarts. "
+    "The data crosses midnight UTC.",
+    Context(
+        "orbital-ml-dev",
+        "asia-southeast1",
+        "asia-southeast1-b",
+        "l4-dev-cluster",
+        "default",
+        "whisper-large-ft",
+        "2026-09-15T23:55:00Z",
+    ),
+    "unknown",
+    "inspect_application",
+    kubelet_every=13,
+)

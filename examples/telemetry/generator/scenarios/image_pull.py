@@ -5,34 +5,12 @@ from __future__ import annotations
 from ..builders.cluster import FIRST_MINUTE, Context, spans
 from ..builders.deterministic import py_stamp, rand_int
 from ..builders.gpu import a3_pool
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset, kubeflow_job
 from ..builders.workload import image_pull_fails, jobset_restarting
 
 
-@scenario(
-    "jobset-image-pull",
-    "H100 JobSet (1 x 4 pods, imagePullPolicy IfNotPresent). The tag rlhf-runner:"
-    "2026.02.26-rc4 was deleted by an Artifact Registry cleanup policy; three nodes "
-    "still have it cached, the fourth (re-created by auto-repair the day before) does "
-    "not. Worker 3 is scheduled there and waits on the pull (Failed to pull image: not "
-    "found, ErrImagePull, ImagePullBackOff), Pending. torchrun's rendezvous on worker 0 "
-    "times out after 15 minutes, the Job fails and the JobSet restarts (7 -> 10, at "
-    "T-20m, T-4m, T+12m, T+28m); the new worker 3 lands on the same node. Pending for 15 "
-    "minutes, yet scheduled: an image pull, not capacity.",
-    Context(
-        "saffron-genai",
-        "us-east5",
-        "us-east5-a",
-        "h100-dev-use5",
-        "team-agents",
-        "qwen-rlhf",
-        "2026-03-02T12:45:00Z",
-    ),
-    expect("image_pull", "fix_image"),
-)
-def scenario_jobset_image_pull(sc: Scenario) -> None:
-    ctx = sc.ctx
+def jobset_image_pull(sc: Scenario, ctx: Context) -> None:
     image = "us-east5-docker.pkg.dev/saffron-genai/train/rlhf-runner:2026.02.26-rc4"
     error = (
         f'rpc error: code = NotFound desc = failed to pull and unpack image "{image}": '
@@ -74,7 +52,69 @@ def scenario_jobset_image_pull(sc: Scenario) -> None:
             jobset_restarting(sc, spec, end, 6 + k)
 
 
-@scenario(
+def tfjob_image_pull(sc: Scenario, ctx: Context) -> None:
+    image = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
+    host = "europe-west4-docker.pkg.dev"
+    error = (
+        f'rpc error: code = Unknown desc = failed to pull and unpack image "{image}": '
+        f'failed to resolve reference "{image}": failed to authorize: failed to fetch oauth '
+        f"token: unexpected status from GET request to https://{host}/v2/token?scope="
+        "repository%3Afjord-speech%2Fprivate%2Fconformer-worker%3Apull&service="
+        f"{host}: 403 Forbidden"
+    )
+    cpus = sc.cpu_pool("cpu-pool", "n2-standard-16", 1, 16)
+    gpus = sc.gpu_pool("l4-pool-v2", "g2-standard-24", 4, "nvidia-l4", 24, 98903572, 2)
+    spec = kubeflow_job(
+        "TFJob",
+        ctx.workload,
+        image,
+        {"Chief": (cpus, "8", "24Gi"), "Worker": (gpus, "20", "80Gi", 2)},
+        command=["timeout", "--preserve-status", "900", "python3", "-m", "conformer.train"],
+        select_pool=True,
+    )
+    only = [("Worker", i) for i in range(4)]
+    workers = sc.kf_pods(spec, ctx.namespace, 0, -60, None, only=only, run_delay=10_000)
+    for i, pod in enumerate(workers):
+        image_pull_fails(sc, pod, -60, -59.7 + 0.07 * i, None, image, error)
+    restarts = [-43, -27, -11, 5, 21]
+    chiefs = sc.kf_incarnations(spec, ctx.namespace, ("Chief", 0), [-59, *restarts])
+    waiting = "Still waiting for 4 workers (/job:worker/replica:0/task:0..3) to become available."
+    for k, (chief, end) in enumerate(zip(chiefs, restarts, strict=False)):
+        at = ctx.at(end - 1.3, "chief-wait", k)
+        tid = rand_int(100, 999, "ctid", k)
+        if end >= FIRST_MINUTE:
+            sc.glog_line(chief, end - 1.3, at, tid, "cluster_coordinator.py:1042", waiting, "W")
+            sc.kf_restart([chief], end, 143)
+    sc.operator_counter(ctx.namespace, "tensorflow", 2, [r for r in restarts if r >= FIRST_MINUTE])
+
+
+scenario_jobset_image_pull = declare(
+    jobset_image_pull,
+    "jobset-image-pull",
+    "H100 JobSet (1 x 4 pods, imagePullPolicy IfNotPresent). The tag rlhf-runner:"
+    "2026.02.26-rc4 was deleted by an Artifact Registry cleanup policy; three nodes "
+    "still have it cached, the fourth (re-created by auto-repair the day before) does "
+    "not. Worker 3 is scheduled there and waits on the pull (Failed to pull image: not "
+    "found, ErrImagePull, ImagePullBackOff), Pending. torchrun's rendezvous on worker 0 "
+    "times out after 15 minutes, the Job fails and the JobSet restarts (7 -> 10, at "
+    "T-20m, T-4m, T+12m, T+28m); the new worker 3 lands on the same node. Pending for 15 "
+    "minutes, yet scheduled: an image pull, not capacity.",
+    Context(
+        "saffron-genai",
+        "us-east5",
+        "us-east5-a",
+        "h100-dev-use5",
+        "team-agents",
+        "qwen-rlhf",
+        "2026-03-02T12:45:00Z",
+    ),
+    "image_pull",
+    "fix_image",
+)
+
+
+scenario_tfjob_image_pull = declare(
+    tfjob_image_pull,
     "tfjob-image-pull",
     "Kubeflow TFJob (Chief on CPU, 4 GPU Workers on a new L4 node pool, restartPolicy "
     "ExitCode). The worker image lives in a private Artifact Registry repository the new "
@@ -91,53 +131,8 @@ def scenario_jobset_image_pull(sc: Scenario) -> None:
         "asr",
         "conformer-ps",
         "2026-11-02T09:30:00Z",
-        workload_kind="tfjob",
+        "tfjob",
     ),
-    expect("image_pull", "fix_image"),
+    "image_pull",
+    "fix_image",
 )
-def scenario_tfjob_image_pull(sc: Scenario) -> None:
-    ctx = sc.ctx
-    image = "europe-west4-docker.pkg.dev/fjord-speech/private/conformer-worker:3.1.0"
-    host = "europe-west4-docker.pkg.dev"
-    error = (
-        f'rpc error: code = Unknown desc = failed to pull and unpack image "{image}": '
-        f'failed to resolve reference "{image}": failed to authorize: failed to fetch oauth '
-        f"token: unexpected status from GET request to https://{host}/v2/token?scope="
-        "repository%3Afjord-speech%2Fprivate%2Fconformer-worker%3Apull&service="
-        f"{host}: 403 Forbidden"
-    )
-    cpus = sc.add_pool("cpu-pool", "n2-standard-16", 1, capacity={"cpu": "16"})
-    gpus = sc.gpu_pool("l4-pool-v2", "g2-standard-24", 4, "nvidia-l4", 24, 98903572, 2)
-    spec = kubeflow_job(
-        "TFJob",
-        ctx.workload,
-        image,
-        {"Chief": (1, resources("8", "24Gi")), "Worker": (4, resources("20", "80Gi", 2))},
-        select=nodepool("cpu-pool"),
-        gpu_select=nodepool("l4-pool-v2"),
-        command=["timeout", "--preserve-status", "900", "python3", "-m", "conformer.train"],
-    )
-    placement = {("Chief", 0): cpus[0]}
-    placement.update({("Worker", i): gpus[i] for i in range(4)})
-    workers = sc.kf_pods(
-        spec,
-        ctx.namespace,
-        0,
-        -60,
-        None,
-        placement,
-        only=[("Worker", i) for i in range(4)],
-        run_delay=10_000,
-    )
-    for i, pod in enumerate(workers):
-        image_pull_fails(sc, pod, -60, -59.7 + 0.07 * i, None, image, error)
-    restarts = [-43, -27, -11, 5, 21]
-    chiefs = sc.kf_incarnations(spec, ctx.namespace, ("Chief", 0), [-59, *restarts], placement)
-    waiting = "Still waiting for 4 workers (/job:worker/replica:0/task:0..3) to become available."
-    for k, (chief, end) in enumerate(zip(chiefs, restarts, strict=False)):
-        at = ctx.at(end - 1.3, "chief-wait", k)
-        tid = rand_int(100, 999, "ctid", k)
-        if end >= FIRST_MINUTE:
-            sc.glog_line(chief, end - 1.3, at, tid, "cluster_coordinator.py:1042", waiting, "W")
-            sc.kf_restart([chief], end, 143)
-    sc.operator_counter(ctx.namespace, "tensorflow", 2, [r for r in restarts if r >= FIRST_MINUTE])

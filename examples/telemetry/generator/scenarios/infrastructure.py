@@ -8,8 +8,8 @@ import math
 from ..builders.cluster import Context, Node, spans
 from ..builders.deterministic import NS
 from ..builders.gpu import a3_pool
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset, suspect, tpu_jobset
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset, tpu_jobset
 
 FAULTY_HOST = "b7a3c1e2f4d5a6b7c8d9e0f1a2b3c4d5"
 FAULTY_NODE = "gke-tpu-cluster-prod-tpu-pool-3f9a2b1c-x7k2"
@@ -42,27 +42,7 @@ def faulty_host_slice(sc: Scenario) -> list[Node]:
     )
 
 
-@scenario(
-    "spot-preemption",
-    "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
-    "preempted at T-22m, T-9m (Eviction) and T+6m (Defragmentation); each preemption is "
-    "followed by a JobSet restart (restarts 2 -> 5 inside the window). An older preemption "
-    "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
-    "carry no gce-topology-host label; their brief NotReady runs are explained by the "
-    "preemptions.",
-    Context(
-        "acme-ml-spot",
-        "us-west4",
-        "us-west4-a",
-        "tpu-spot-cluster",
-        "training",
-        "gemma-7b-finetune",
-        "2026-03-11T14:42:00Z",
-    ),
-    expect("spot_preemption", "avoid_preemption"),
-)
-def scenario_spot_preemption(sc: Scenario) -> None:
-    ctx = sc.ctx
+def spot_preemption(sc: Scenario, ctx: Context) -> None:
     v5e = ("ct5lp-hightpu-4t", 2, "tpu-v5-lite-podslice", "2x4", 112, 197990396)
     pool0 = sc.tpu_pool("v5e-spot-0", *v5e, spot=True)
     pool1 = sc.tpu_pool("v5e-spot-1", *v5e, spot=True)
@@ -96,23 +76,10 @@ def scenario_spot_preemption(sc: Scenario) -> None:
     sc.training_noise(spec, "jax")
 
 
-@scenario(
-    "faulty-host",
-    "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
-    f"{FAULTY_NODE} on physical host "
-    f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
-    "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
-    "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
-    "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
-    "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
-    "The other three TPU nodes sit on other hosts and stay healthy.",
-    TPU_CLUSTER,
-    expect("faulty_host", "isolate_host", suspect(FAULTY_HOST, FAULTY_NODE, 2)),
-)
-def scenario_faulty_host(sc: Scenario) -> None:
-    ctx = sc.ctx
+def faulty_host(sc: Scenario, ctx: Context) -> None:
     tpu = faulty_host_slice(sc)
     bad = tpu[2]
+    sc.suspect(bad, 2)
     image = "us-docker.pkg.dev/customer-ai-project-123/maxtext/maxtext-runner:2026-05-12"
     spec = tpu_jobset(ctx.workload, "maxtext", image, "tpu-v5p-slice", "2x2x4")
     ep1, ep2 = -20.3, 4.8
@@ -151,29 +118,11 @@ def scenario_faulty_host(sc: Scenario) -> None:
     sc.training_noise(spec, "maxtext")
 
 
-@scenario(
-    "single-node-failure",
-    "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
-    "inside the window at T-6m (GPU Xid 79, kernel panic, hostError, TerminationEvent, "
-    "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
-    "different node had a similar failure at T-75m, before the window: it must not be "
-    "counted. Issue time is not on a whole minute (21:37:30).",
-    Context(
-        "quanta-genai-prod",
-        "europe-west4",
-        "europe-west4-b",
-        "a3-mega-eu",
-        "ml-jobs",
-        "mixtral-8x7b-sft",
-        "2026-04-02T21:37:30Z",
-    ),
-)
-def scenario_single_node_failure(sc: Scenario) -> None:
-    ctx = sc.ctx
+def single_node_failure(sc: Scenario, ctx: Context) -> None:
     mega = ("nvidia-h100-mega-80gb", 208, 1918952244)
     nodes = sc.gpu_pool("a3mega-pool", "a3-megagpu-8g", 4, *mega, hosts=True)
     old_bad, bad = nodes[3], nodes[1]
-    sc.expect = expect("host_error", "watch_host", suspect(bad.host, bad.name, 1))
+    sc.suspect(bad, 1)
     image = "europe-west4-docker.pkg.dev/quanta-genai-prod/llm/sft-trainer:v0.14.2"
     spec = gpu_jobset(ctx.workload, "trainer", image, mega[0], rjob="trainer")
     ep0, ep1 = -75.2, -6.2
@@ -199,27 +148,7 @@ def scenario_single_node_failure(sc: Scenario) -> None:
     sc.training_noise(spec, "hf")
 
 
-@scenario(
-    "maintenance",
-    "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
-    "nodes go through Compute Engine host maintenance (MaintenanceEvent 'HW/SW "
-    "Maintenance', compute.instances.terminateOnHostMaintenance) at T-17m and T+4m; each "
-    "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
-    "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
-    "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
-    Context(
-        "northwind-ai",
-        "us-east4",
-        "us-east4-a",
-        "h100-train-east",
-        "research",
-        "dit-xl-diffusion",
-        "2026-06-08T03:05:00Z",
-    ),
-    expect("maintenance", "plan_maintenance"),
-)
-def scenario_maintenance(sc: Scenario) -> None:
-    ctx = sc.ctx
+def maintenance(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4)
     nodes[2].labels["cloud.google.com/scheduled-maintenance-time"] = str(
         ctx.t_ns // NS + 5 * 86400 + 7200
@@ -237,3 +166,88 @@ def scenario_maintenance(sc: Scenario) -> None:
     sc.attempt(spec, 5, r2, None, nodes, running_from={3: back2})
     sc.interruption_constant("a3-pool", "MaintenanceEvent", "AutoUpgrade", 4)
     sc.training_noise(spec, "diffusion")
+
+
+scenario_spot_preemption = declare(
+    spot_preemption,
+    "spot-preemption",
+    "Two-slice TPU v5e JobSet on Spot node pools (one pool per slice). Spot VMs are "
+    "preempted at T-22m, T-9m (Eviction) and T+6m (Defragmentation); each preemption is "
+    "followed by a JobSet restart (restarts 2 -> 5 inside the window). An older preemption "
+    "at T-70m (restart 1 -> 2) lies before the window and must not be counted. Spot nodes "
+    "carry no gce-topology-host label; their brief NotReady runs are explained by the "
+    "preemptions.",
+    Context(
+        "acme-ml-spot",
+        "us-west4",
+        "us-west4-a",
+        "tpu-spot-cluster",
+        "training",
+        "gemma-7b-finetune",
+        "2026-03-11T14:42:00Z",
+    ),
+    "spot_preemption",
+    "avoid_preemption",
+)
+
+
+scenario_faulty_host = declare(
+    faulty_host,
+    "faulty-host",
+    "TPU v5p slice (4 hosts, reserved block) running a JobSet. Node "
+    f"{FAULTY_NODE} on physical host "
+    f"{FAULTY_HOST} fails twice inside the window: at T-20m (kernel BUG, "
+    "node-problem-detector exit, hostError, TerminationEvent, NodeNotReady, Ready=Unknown "
+    "for 4 min, automaticRestart) and again at T+5m (APEI/MCE hardware errors, kernel "
+    "panic, same chain). Each failure triggers one JobSet restart (6 -> 8) and the new "
+    "pod waits on the recovering node (a FailedScheduling for the unreachable taint). "
+    "The other three TPU nodes sit on other hosts and stay healthy.",
+    TPU_CLUSTER,
+    "faulty_host",
+    "isolate_host",
+)
+
+
+scenario_single_node_failure = declare(
+    single_node_failure,
+    "single-node-failure",
+    "A3 Mega GPU JobSet (4 nodes, reserved block, one host each). One node fails once "
+    "inside the window at T-6m (GPU Xid 79, kernel panic, hostError, TerminationEvent, "
+    "NodeNotReady, Ready=Unknown/False for 5 min) and the JobSet restarts (2 -> 3). A "
+    "different node had a similar failure at T-75m, before the window: it must not be "
+    "counted. Issue time is not on a whole minute (21:37:30).",
+    Context(
+        "quanta-genai-prod",
+        "europe-west4",
+        "europe-west4-b",
+        "a3-mega-eu",
+        "ml-jobs",
+        "mixtral-8x7b-sft",
+        "2026-04-02T21:37:30Z",
+    ),
+    "host_error",
+    "watch_host",
+)
+
+
+scenario_maintenance = declare(
+    maintenance,
+    "maintenance",
+    "A3 High GPU JobSet (2 replicated jobs x 2 pods) on a reserved block. Two different "
+    "nodes go through Compute Engine host maintenance (MaintenanceEvent 'HW/SW "
+    "Maintenance', compute.instances.terminateOnHostMaintenance) at T-17m and T+4m; each "
+    "node is NotReady for ~5 min and each maintenance triggers a JobSet restart (3 -> 5). "
+    "The NotReady runs and NodeNotReady events are explained by the maintenance, so no "
+    "host is suspect. A third node carries an upcoming scheduled-maintenance-time label.",
+    Context(
+        "northwind-ai",
+        "us-east4",
+        "us-east4-a",
+        "h100-train-east",
+        "research",
+        "dit-xl-diffusion",
+        "2026-06-08T03:05:00Z",
+    ),
+    "maintenance",
+    "plan_maintenance",
+)

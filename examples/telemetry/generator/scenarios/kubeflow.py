@@ -9,39 +9,13 @@ from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, spans
 from ..builders.deterministic import NS, c10_prefix, rand_float, rand_int
 from ..builders.gpu import A3_GPU_BUS, a3_pool
 from ..builders.pytorch import NCCL_ENV, nccl_failure_lines
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import accelerator, expect, kubeflow_job, nodepool, resources, suspect
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import kubeflow_job
 
 TF_FAULTY_HOST = "4e1f9a07c3b2d5e6f7a8091b2c3d4e5f"
 
 
-@scenario(
-    "tfjob-faulty-host",
-    "Kubeflow TFJob (ParameterServerStrategy: Chief + PS on CPU nodes, 4 GPU Workers on "
-    "A3 High H100 reserved-block nodes, restartPolicy ExitCode). Worker 2's node "
-    "gke-a3-vision-usc1-a3-res-pool-5c2e8d1a-q8v3 sits on physical host "
-    f"{TF_FAULTY_HOST}, which fails twice inside the window: at T-16m (Xid 48 DBE, Xid "
-    "79, APEI hardware error, kernel panic, hostError, TerminationEvent, NodeNotReady, "
-    "Ready=Unknown for 4 min, automaticRestart) and at T+9m (machine check, Xid 79, "
-    "kernel panic, same chain). Each time the pod fails (exit code 137) and the operator "
-    "re-creates resnet50-ps-worker-2 under the same name (TFJobRestarting, "
-    "training_operator_jobs_restarted_total{job_namespace=ml-jobs,framework=tensorflow} "
-    "3 -> 6, of which +2 inside the window). The counter has no job label: its earlier "
-    "step at T-50m belongs to another TFJob of the namespace (wide-deep-ctr). The Chief "
-    "(the coordinator) logs the worker's UnavailableError and keeps training.",
-    Context(
-        "lumen-vision-prod",
-        "us-central1",
-        "us-central1-c",
-        "a3-vision-usc1",
-        "ml-jobs",
-        "resnet50-ps",
-        "2026-10-06T13:40:00Z",
-        workload_kind="tfjob",
-    ),
-)
-def scenario_tfjob_faulty_host(sc: Scenario) -> None:
-    ctx = sc.ctx
+def tfjob_faulty_host(sc: Scenario, ctx: Context) -> None:
     reservation = {
         "cloud.google.com/reservation-name": "a3-vision-usc1-block",
         "cloud.google.com/reservation-affinity": "specific",
@@ -55,47 +29,29 @@ def scenario_tfjob_faulty_host(sc: Scenario) -> None:
         host_ids={2: TF_FAULTY_HOST},
         labels=reservation,
     )
-    cpus = sc.add_pool(
-        "cpu-pool", "n2-highmem-32", 3, capacity={"cpu": "32", "memory": "263965424Ki"}
-    )
+    cpus = sc.cpu_pool("cpu-pool", "n2-highmem-32", 3, 32, 263965424)
     bad = gpus[2]
-    sc.expect = expect("faulty_host", "isolate_host", suspect(TF_FAULTY_HOST, bad.name, 2))
+    sc.suspect(bad, 2)
     spec = kubeflow_job(
         "TFJob",
         ctx.workload,
         "us-central1-docker.pkg.dev/lumen-vision-prod/vision/resnet-ps:tf2.17-cu12",
-        {
-            "Chief": (1, resources("8", "32Gi")),
-            "PS": (1, resources("16", "96Gi")),
-            "Worker": (4, resources("96", "1000Gi", 8)),
-        },
-        select=nodepool("cpu-pool"),
-        gpu_select=accelerator("nvidia-h100-80gb"),
+        {"Chief": (cpus[:1], "8", "32Gi"), "PS": (cpus[1:2], "16", "96Gi")}
+        | {"Worker": (gpus, "96", "1000Gi", 8)},
         command=["python3", "-m", "official.vision.train", "--experiment=resnet_imagenet"],
     )
     other = kubeflow_job(
         "TFJob",
         "wide-deep-ctr",
         "us-central1-docker.pkg.dev/lumen-vision-prod/recsys/wide-deep:tf2.17",
-        {"Chief": (1, resources("4", "16Gi")), "PS": (1, resources("4", "32Gi"))}
-        | {"Worker": (2, resources("8", "48Gi"))},
-        select=nodepool("cpu-pool"),
+        {"Chief": ([cpus[2]], "4", "16Gi"), "PS": ([cpus[2]], "4", "32Gi")}
+        | {"Worker": (cpus[:2], "8", "48Gi")},
     )
-    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[1]}
-    placement.update({("Worker", i): gpus[i] for i in range(4)})
-    other_placement = {
-        ("Chief", 0): cpus[2],
-        ("PS", 0): cpus[2],
-        ("Worker", 0): cpus[0],
-        ("Worker", 1): cpus[1],
-    }
 
     # wide-deep-ctr: Worker 1 is OOM-killed at T-51m and re-created at T-50m.
     other_r, worker1 = -50, ("Worker", 1)
-    sc.kf_replicas(other, ctx.namespace, -900, other_placement, skip=[worker1])
-    sc.kf_incarnations(
-        other, ctx.namespace, worker1, [-900, other_r], other_placement, exit_code=137
-    )
+    sc.kf_replicas(other, ctx.namespace, -900, skip=[worker1])
+    sc.kf_incarnations(other, ctx.namespace, worker1, [-900, other_r], exit_code=137)
 
     ep1, ep2 = -16.4, 9.2
     xid79 = "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
@@ -126,9 +82,9 @@ def scenario_tfjob_faulty_host(sc: Scenario) -> None:
     # the operator re-creates it within the minute, on the recovered node.
     r1, r2 = back1, back2
     worker2 = ("Worker", 2)
-    sc.kf_replicas(spec, ctx.namespace, -600, placement, skip=[worker2])
+    sc.kf_replicas(spec, ctx.namespace, -600, skip=[worker2])
     first, second, _ = sc.kf_incarnations(
-        spec, ctx.namespace, worker2, [-600, r1, r2], placement, exit_code=137
+        spec, ctx.namespace, worker2, [-600, r1, r2], exit_code=137
     )
     sc.operator_counter(ctx.namespace, "tensorflow", 3, [other_r, r1, r2])
     for back in (back1, back2):
@@ -186,69 +142,34 @@ def scenario_tfjob_faulty_host(sc: Scenario) -> None:
         sc.glog_line(chief, r + 1.25, at + 4 * NS, tid, "cluster_coordinator.py:901", recovered)
 
 
-@scenario(
-    "pytorchjob-nccl-timeout",
-    "Kubeflow PyTorchJob (Master + 7 Workers, one A100 each on A2 nodes, restartPolicy "
-    "ExitCode, plain python launcher so an abort exits 134). Training hangs in an "
-    "all-reduce about 8 minutes after every (re)start; after 600 s every rank's NCCL "
-    "watchdog fires (the Master, rank 0, logs Watchdog caught collective operation "
-    "timeout and the DistBackendError abort), all 8 pods exit 134 and the operator "
-    "re-creates them under the same names at T-21m, T-1m and T+19m (T-41m is before the "
-    "window). Each restart records two PyTorchJobRestarting events (1 Master, 7 Worker "
-    "replica(s)) and two counter steps, so "
-    "training_operator_jobs_restarted_total{job_namespace=nlp-train,framework=pytorch} "
-    "rises by 6 for 3 restarts. Worker 0 logs its own watchdog line first; the Master "
-    "is the coordinator. Another PyTorchJob (roberta-sweep-3, namespace nlp-eval) "
-    "restarts at T+5m and T+24m: its counter series (first sample inside the window) "
-    "and events must be ignored. Nodes are healthy; A2 nodes carry no topology labels.",
-    Context(
-        "sable-nlp-lab",
-        "europe-west4",
-        "europe-west4-a",
-        "a100-nlp-euw4",
-        "nlp-train",
-        "bert-ddp",
-        "2026-11-23T07:10:00Z",
-        workload_kind="pytorchjob",
-    ),
-    expect("application", "inspect_application"),
-)
-def scenario_pytorchjob_nccl_timeout(sc: Scenario) -> None:
-    ctx = sc.ctx
+def pytorchjob_nccl_timeout(sc: Scenario, ctx: Context) -> None:
     a100 = sc.gpu_pool("a100-pool", "a2-highgpu-1g", 8, "nvidia-tesla-a100", 12, 87553420, 1)
     l4 = sc.gpu_pool("l4-pool", "g2-standard-12", 2, "nvidia-l4", 12, 49330012, 1)
-    gpu_res = resources("10", "72Gi", 1)
     spec = kubeflow_job(
         "PyTorchJob",
         ctx.workload,
         "europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/bert-pretrain:2.4.1-cu124",
-        {"Master": (1, gpu_res), "Worker": (7, gpu_res)},
-        gpu_select=accelerator("nvidia-tesla-a100"),
-        env=NCCL_ENV,
+        {"Master": (a100[:1], "10", "72Gi", 1), "Worker": (a100[1:], "10", "72Gi", 1)},
         command=["python3", "/workspace/run_pretraining.py", "--config=bert_large_phase2.yaml"],
+        env=NCCL_ENV,
     )
-    l4_res = resources("10", "40Gi", 1)
     other = kubeflow_job(
         "PyTorchJob",
         "roberta-sweep-3",
         "europe-west4-docker.pkg.dev/sable-nlp-lab/nlp/roberta-eval:1.2.0",
-        {"Master": (1, l4_res), "Worker": (1, l4_res)},
-        gpu_select=accelerator("nvidia-l4"),
+        {"Master": (l4[:1], "10", "40Gi", 1), "Worker": (l4[1:], "10", "40Gi", 1)},
     )
-    placement = {("Master", 0): a100[0]}
-    placement.update({("Worker", i): a100[i + 1] for i in range(7)})
 
     restarts = [-41, -21, -1, 19]  # -41 is before the window
     starts = [-300, *restarts]
-    sc.kf_attempts(spec, ctx.namespace, placement, starts, lambda k, end: end - 1, 134)
+    sc.kf_attempts(spec, ctx.namespace, starts, lambda k, end: end - 1, 134)
     sc.operator_counter(ctx.namespace, "pytorch", 6, [r for r in restarts for _ in range(2)])
 
     # The other namespace's job: its Worker is OOM-killed twice.
     other_ns, worker0 = "nlp-eval", ("Worker", 0)
-    other_place = {("Master", 0): l4[0], worker0: l4[1]}
     other_starts = [-200, 5, 24]
-    sc.kf_replicas(other, other_ns, -200, other_place, skip=[worker0])
-    sc.kf_incarnations(other, other_ns, worker0, other_starts, other_place, exit_code=137)
+    sc.kf_replicas(other, other_ns, -200, skip=[worker0])
+    sc.kf_incarnations(other, other_ns, worker0, other_starts, exit_code=137)
     sc.operator_counter(other_ns, "pytorch", None, other_starts[1:])
 
     # The Master's log: start-up, steps every 3 minutes until the hang, checkpoints.
@@ -338,3 +259,64 @@ def scenario_pytorchjob_nccl_timeout(sc: Scenario) -> None:
                 stderr=True,
                 at_ns=t + rand_int(400_000, 3_000_000, "lag", t),
             )
+
+
+scenario_tfjob_faulty_host = declare(
+    tfjob_faulty_host,
+    "tfjob-faulty-host",
+    "Kubeflow TFJob (ParameterServerStrategy: Chief + PS on CPU nodes, 4 GPU Workers on "
+    "A3 High H100 reserved-block nodes, restartPolicy ExitCode). Worker 2's node "
+    "gke-a3-vision-usc1-a3-res-pool-5c2e8d1a-q8v3 sits on physical host "
+    f"{TF_FAULTY_HOST}, which fails twice inside the window: at T-16m (Xid 48 DBE, Xid "
+    "79, APEI hardware error, kernel panic, hostError, TerminationEvent, NodeNotReady, "
+    "Ready=Unknown for 4 min, automaticRestart) and at T+9m (machine check, Xid 79, "
+    "kernel panic, same chain). Each time the pod fails (exit code 137) and the operator "
+    "re-creates resnet50-ps-worker-2 under the same name (TFJobRestarting, "
+    "training_operator_jobs_restarted_total{job_namespace=ml-jobs,framework=tensorflow} "
+    "3 -> 6, of which +2 inside the window). The counter has no job label: its earlier "
+    "step at T-50m belongs to another TFJob of the namespace (wide-deep-ctr). The Chief "
+    "(the coordinator) logs the worker's UnavailableError and keeps training.",
+    Context(
+        "lumen-vision-prod",
+        "us-central1",
+        "us-central1-c",
+        "a3-vision-usc1",
+        "ml-jobs",
+        "resnet50-ps",
+        "2026-10-06T13:40:00Z",
+        "tfjob",
+    ),
+    "faulty_host",
+    "isolate_host",
+)
+
+
+scenario_pytorchjob_nccl_timeout = declare(
+    pytorchjob_nccl_timeout,
+    "pytorchjob-nccl-timeout",
+    "Kubeflow PyTorchJob (Master + 7 Workers, one A100 each on A2 nodes, restartPolicy "
+    "ExitCode, plain python launcher so an abort exits 134). Training hangs in an "
+    "all-reduce about 8 minutes after every (re)start; after 600 s every rank's NCCL "
+    "watchdog fires (the Master, rank 0, logs Watchdog caught collective operation "
+    "timeout and the DistBackendError abort), all 8 pods exit 134 and the operator "
+    "re-creates them under the same names at T-21m, T-1m and T+19m (T-41m is before the "
+    "window). Each restart records two PyTorchJobRestarting events (1 Master, 7 Worker "
+    "replica(s)) and two counter steps, so "
+    "training_operator_jobs_restarted_total{job_namespace=nlp-train,framework=pytorch} "
+    "rises by 6 for 3 restarts. Worker 0 logs its own watchdog line first; the Master "
+    "is the coordinator. Another PyTorchJob (roberta-sweep-3, namespace nlp-eval) "
+    "restarts at T+5m and T+24m: its counter series (first sample inside the window) "
+    "and events must be ignored. Nodes are healthy; A2 nodes carry no topology labels.",
+    Context(
+        "sable-nlp-lab",
+        "europe-west4",
+        "europe-west4-a",
+        "a100-nlp-euw4",
+        "nlp-train",
+        "bert-ddp",
+        "2026-11-23T07:10:00Z",
+        "pytorchjob",
+    ),
+    "application",
+    "inspect_application",
+)

@@ -10,8 +10,8 @@ from ..builders.gpu import a2_ultra_pool, a3_pool
 from ..builders.metrics import add_memory, add_pod_info, oom_usage, steady
 from ..builders.pods import Deployment, deployment_pod
 from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset, resources, suspect
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset, resources
 from ..builders.workload import (
     evicted,
     jobset_restarting,
@@ -21,29 +21,7 @@ from ..builders.workload import (
 )
 
 
-@scenario(
-    "oom-then-nccl-timeout",
-    "Precedence: an OOM kill followed by NCCL timeouts. A2 Ultra JobSet (1 x 4 pods, "
-    "32 ranks, container limit 1000Gi). Worker 2's host memory grows until the kernel "
-    "OOM-kills its container at T-24.4m and T+1.6m. Its Job keeps the other pods "
-    "running (backoffLimit 3), and they hang in the all-reduce until the coordinator's "
-    "NCCL watchdog fires 10 minutes later (Watchdog caught collective operation "
-    "timeout, DistBackendError, ChildFailedError) and the JobSet restarts (1 -> 3, at "
-    "T-13.8m and T+12.2m). Worker 1 logs connection reset by peer. The coordinator's "
-    "timeout is the consequence: out_of_memory, not application.",
-    Context(
-        "tessera-llm",
-        "us-central1",
-        "us-central1-c",
-        "a100-train-usc1",
-        "pretrain",
-        "llama-13b-cpt",
-        "2026-05-06T04:20:00Z",
-    ),
-    expect("out_of_memory", "fix_memory"),
-)
-def scenario_oom_then_nccl(sc: Scenario) -> None:
-    ctx = sc.ctx
+def oom_then_nccl(sc: Scenario, ctx: Context) -> None:
     nodes = a2_ultra_pool(sc)
     image = "us-central1-docker.pkg.dev/tessera-llm/cpt/megatron:24.09-cu124"
     a100 = "nvidia-a100-80gb"
@@ -88,28 +66,7 @@ def scenario_oom_then_nccl(sc: Scenario) -> None:
         )
 
 
-@scenario(
-    "spot-preemption-with-preempted-pods",
-    "Precedence: a Spot preemption storm whose pods also show Preempted. A JobSet (1 x "
-    "4 pods, PriorityClass offline-low) and an eval Deployment (namespace eval, "
-    "PriorityClass spot-eval-high) share a Spot L4 pool. Compute Engine preempts the "
-    "eval pod's VM at T-16.3m: the re-created eval pod preempts training pod 2 on "
-    "another node (Preempted, related = the eval pod). At T+3.7m the VM of training pod "
-    "1 itself is preempted. The JobSet restarts each time (8 -> 10). The VMs went away, "
-    "not the scheduler's choice: spot_preemption.",
-    Context(
-        "acme-ml-spot",
-        "us-west4",
-        "us-west4-b",
-        "l4-spot-usw4",
-        "training",
-        "sd-xl-finetune",
-        "2026-07-19T20:10:00Z",
-    ),
-    expect("spot_preemption", "avoid_preemption"),
-)
-def scenario_spot_with_preempted_pods(sc: Scenario) -> None:
-    ctx = sc.ctx
+def spot_with_preempted_pods(sc: Scenario, ctx: Context) -> None:
     nodes = sc.gpu_pool("l4-spot", "g2-standard-48", 6, "nvidia-l4", 48, 197972452, 4, spot=True)
     image = "us-docker.pkg.dev/acme-ml-spot/diffusion/sdxl-ft:1.4.2"
     low = {"cpu": "44", "memory": "180Gi", "priority_class": "offline-low"}
@@ -142,31 +99,11 @@ def scenario_spot_with_preempted_pods(sc: Scenario) -> None:
 EVICTED_HOST = "9c2e41d07b5a3f16e8d40c7b2a91f5e3"
 
 
-@scenario(
-    "eviction-then-failing-host",
-    "Precedence: an eviction on a node that later fails twice for a host error. A3 High "
-    "JobSet (1 x 4 pods) on a reserved block. At T-25.2m node ...-q3v6 runs low on "
-    "memory (a log agent's buffer) and the kubelet evicts pod 1 (Evicted, "
-    f"MemoryPressure); the JobSet restarts. Then the same node's host {EVICTED_HOST} "
-    "fails at T-12.3m and T+6.2m (Xid 79, kernel panic, hostError, TerminationEvent, "
-    "NodeNotReady), each followed by a restart (4 -> 7). An infrastructure cause wins "
-    "whatever the order: faulty_host.",
-    Context(
-        "meridian-ai",
-        "us-south1",
-        "us-south1-a",
-        "h100-res-uss1",
-        "foundation",
-        "dense-30b-pretrain",
-        "2026-02-25T17:50:00Z",
-    ),
-)
-def scenario_eviction_then_faulty_host(sc: Scenario) -> None:
-    ctx = sc.ctx
+def eviction_then_faulty_host(sc: Scenario, ctx: Context) -> None:
     suffixes = ["a8m1", "q3v6", "r5d2", "y7k4"]
     nodes = a3_pool(sc, 4, "a3-res", suffixes=suffixes, host_ids={1: EVICTED_HOST})
     bad = nodes[1]
-    sc.expect = expect("faulty_host", "isolate_host", suspect(EVICTED_HOST, bad.name, 2))
+    sc.suspect(bad, 2)
     image = "us-south1-docker.pkg.dev/meridian-ai/pretrain/dense-trainer:0.19.3"
     h100 = "nvidia-h100-80gb"
     spec = gpu_jobset(ctx.workload, "trainer", image, h100, cpu="96", memory="1200Gi")
@@ -207,3 +144,76 @@ def scenario_eviction_then_faulty_host(sc: Scenario) -> None:
     for k, r in enumerate(restarts):
         jobset_restarting(sc, spec, r, 5 + k)
     sc.training_noise(spec, "megatron")
+
+
+scenario_oom_then_nccl = declare(
+    oom_then_nccl,
+    "oom-then-nccl-timeout",
+    "Precedence: an OOM kill followed by NCCL timeouts. A2 Ultra JobSet (1 x 4 pods, "
+    "32 ranks, container limit 1000Gi). Worker 2's host memory grows until the kernel "
+    "OOM-kills its container at T-24.4m and T+1.6m. Its Job keeps the other pods "
+    "running (backoffLimit 3), and they hang in the all-reduce until the coordinator's "
+    "NCCL watchdog fires 10 minutes later (Watchdog caught collective operation "
+    "timeout, DistBackendError, ChildFailedError) and the JobSet restarts (1 -> 3, at "
+    "T-13.8m and T+12.2m). Worker 1 logs connection reset by peer. The coordinator's "
+    "timeout is the consequence: out_of_memory, not application.",
+    Context(
+        "tessera-llm",
+        "us-central1",
+        "us-central1-c",
+        "a100-train-usc1",
+        "pretrain",
+        "llama-13b-cpt",
+        "2026-05-06T04:20:00Z",
+    ),
+    "out_of_memory",
+    "fix_memory",
+)
+
+
+scenario_spot_with_preempted_pods = declare(
+    spot_with_preempted_pods,
+    "spot-preemption-with-preempted-pods",
+    "Precedence: a Spot preemption storm whose pods also show Preempted. A JobSet (1 x "
+    "4 pods, PriorityClass offline-low) and an eval Deployment (namespace eval, "
+    "PriorityClass spot-eval-high) share a Spot L4 pool. Compute Engine preempts the "
+    "eval pod's VM at T-16.3m: the re-created eval pod preempts training pod 2 on "
+    "another node (Preempted, related = the eval pod). At T+3.7m the VM of training pod "
+    "1 itself is preempted. The JobSet restarts each time (8 -> 10). The VMs went away, "
+    "not the scheduler's choice: spot_preemption.",
+    Context(
+        "acme-ml-spot",
+        "us-west4",
+        "us-west4-b",
+        "l4-spot-usw4",
+        "training",
+        "sd-xl-finetune",
+        "2026-07-19T20:10:00Z",
+    ),
+    "spot_preemption",
+    "avoid_preemption",
+)
+
+
+scenario_eviction_then_faulty_host = declare(
+    eviction_then_faulty_host,
+    "eviction-then-failing-host",
+    "Precedence: an eviction on a node that later fails twice for a host error. A3 High "
+    "JobSet (1 x 4 pods) on a reserved block. At T-25.2m node ...-q3v6 runs low on "
+    "memory (a log agent's buffer) and the kubelet evicts pod 1 (Evicted, "
+    f"MemoryPressure); the JobSet restarts. Then the same node's host {EVICTED_HOST} "
+    "fails at T-12.3m and T+6.2m (Xid 79, kernel panic, hostError, TerminationEvent, "
+    "NodeNotReady), each followed by a restart (4 -> 7). An infrastructure cause wins "
+    "whatever the order: faulty_host.",
+    Context(
+        "meridian-ai",
+        "us-south1",
+        "us-south1-a",
+        "h100-res-uss1",
+        "foundation",
+        "dense-30b-pretrain",
+        "2026-02-25T17:50:00Z",
+    ),
+    "faulty_host",
+    "isolate_host",
+)

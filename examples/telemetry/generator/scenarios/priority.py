@@ -8,34 +8,12 @@ from ..builders.cluster import FIRST_MINUTE, LAST_MINUTE, Context, KfPod
 from ..builders.deterministic import K8S_ALPHABET, rand_float, rand_str
 from ..builders.metrics import add_pod_info
 from ..builders.pods import Deployment, deployment_pod, priority_hook
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset, kubeflow_job, nodepool, resources
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset, kubeflow_job, resources
 from ..builders.workload import jobset_restarting, preempted
 
 
-@scenario(
-    "jobset-preempted-by-priority",
-    "A JobSet (1 x 4 pods, PriorityClass offline-low, value 1000) shares an A2 GPU pool "
-    "with the online ranker (namespace serving, PriorityClass online-critical, value "
-    "100000). The ranker's autoscaler adds a GPU pod at T-12.3m and at T+19.2m: the "
-    "scheduler preempts the training pod on node ...-k4d8 (Preempted, related = the "
-    "ranker pod; DisruptionTarget PreemptionByScheduler), the Job fails and the JobSet "
-    "restarts (2 -> 4). Until the ranker scales in at T+2m the re-created pod 3 is "
-    "unschedulable (FailedScheduling Insufficient nvidia.com/gpu): a consequence, not "
-    "missing capacity. Nodes stay Ready, no interruption.",
-    Context(
-        "orbit-ai-shared",
-        "us-east4",
-        "us-east4-c",
-        "shared-gpu-use4",
-        "research",
-        "vit-pretrain",
-        "2026-04-21T15:05:00Z",
-    ),
-    expect("priority_preemption", "protect_priority"),
-)
-def scenario_jobset_priority_preemption(sc: Scenario) -> None:
-    ctx = sc.ctx
+def jobset_priority_preemption(sc: Scenario, ctx: Context) -> None:
     a100 = ("nvidia-tesla-a100", 96, 696267776)
     suffixes = ["b2n7", "f6q1", "m9x3", "k4d8"]
     nodes = sc.gpu_pool("a2-pool", "a2-highgpu-8g", 4, *a100, suffixes=suffixes)
@@ -94,51 +72,22 @@ def scenario_jobset_priority_preemption(sc: Scenario) -> None:
     sc.training_noise(spec, "hf")
 
 
-@scenario(
-    "tfjob-preempted-by-priority",
-    "Kubeflow TFJob on shared CPU nodes (Chief, PS, 3 Workers, PriorityClass "
-    "offline-low value 1000, the low tier of an online/offline co-location). The online "
-    "search-frontend Deployment (namespace online, PriorityClass online-high value "
-    "1000000) scales out at T-9.5m and T+14.5m; the scheduler preempts Worker 1 each "
-    "time (Preempted, related = the frontend pod). The worker exits 143, the operator "
-    "re-creates it (ExitedWithCode, TFJobRestarting; counter 4 -> 6).",
-    Context(
-        "nimbus-adtech",
-        "asia-northeast1",
-        "asia-northeast1-a",
-        "mixed-prod-ane1",
-        "kubeflow",
-        "ctr-wide-deep",
-        "2026-12-08T02:15:00Z",
-        workload_kind="tfjob",
-    ),
-    expect("priority_preemption", "protect_priority"),
-)
-def scenario_tfjob_priority_preemption(sc: Scenario) -> None:
-    ctx = sc.ctx
-    cpus = sc.add_pool(
-        "shared-pool", "n2-standard-64", 5, capacity={"cpu": "64", "memory": "263965424Ki"}
-    )
+def tfjob_priority_preemption(sc: Scenario, ctx: Context) -> None:
+    cpus = sc.cpu_pool("shared-pool", "n2-standard-64", 5, 64, 263965424)
     spec = kubeflow_job(
         "TFJob",
         ctx.workload,
         "asia-northeast1-docker.pkg.dev/nimbus-adtech/ml/wide-deep:2.16.2",
-        {
-            "Chief": (1, resources("8", "32Gi")),
-            "PS": (1, resources("16", "64Gi")),
-            "Worker": (3, resources("48", "96Gi")),
-        },
-        select=nodepool("shared-pool"),
+        {"Chief": (cpus[:1], "8", "32Gi"), "PS": (cpus[:1], "16", "64Gi")}
+        | {"Worker": (cpus[1:4], "48", "96Gi")},
         command=["python3", "/app/train.py"],
     )
-    placement = {("Chief", 0): cpus[0], ("PS", 0): cpus[0]}
-    placement.update({("Worker", i): cpus[i + 1] for i in range(3)})
     w1 = ("Worker", 1)
     hits = [-9.5, 14.5]
     restarts = [math.ceil(h) + 1 for h in hits]
-    sc.kf_replicas(spec, ctx.namespace, -400, placement, skip=[w1])
+    sc.kf_replicas(spec, ctx.namespace, -400, skip=[w1])
     nodes = [cpus[2], cpus[4], cpus[2]]
-    victims = sc.kf_incarnations(spec, ctx.namespace, w1, [-400, *restarts], placement, nodes=nodes)
+    victims = sc.kf_incarnations(spec, ctx.namespace, w1, [-400, *restarts], nodes=nodes)
     frontend = Deployment(
         "search-frontend",
         "online",
@@ -158,9 +107,59 @@ def scenario_tfjob_priority_preemption(sc: Scenario) -> None:
         if isinstance(pod, KfPod):
             sc.pod_hooks[pod.uid] = priority_hook("offline-low", 1000)
             add_pod_info(sc, pod, "offline-low", ("TFJob", spec.name))
-    chief, tid = sc.kf_chief(spec)
-    for m in range(FIRST_MINUTE + 2, LAST_MINUTE + 1, 4):
-        at = ctx.at(m + 0.3, "wd-step", m)
-        loss = 0.39 + rand_float(-0.01, 0.01, "l", m)
-        text = f"loss = {loss:.5f}, step = {50_000 + 90 * (m + 90)}"
-        sc.glog_line(chief, m + 0.3, at, tid, "estimator.py:2297", text)
+
+    def loss(m: int) -> str:
+        value = 0.39 + rand_float(-0.01, 0.01, "l", m)
+        return f"loss = {value:.5f}, step = {50_000 + 90 * (m + 90)}"
+
+    minutes = range(FIRST_MINUTE + 2, LAST_MINUTE + 1, 4)
+    sc.chief_steps(spec, minutes, 0.3, "wd-step", "estimator.py:2297", loss)
+
+
+scenario_jobset_priority_preemption = declare(
+    jobset_priority_preemption,
+    "jobset-preempted-by-priority",
+    "A JobSet (1 x 4 pods, PriorityClass offline-low, value 1000) shares an A2 GPU pool "
+    "with the online ranker (namespace serving, PriorityClass online-critical, value "
+    "100000). The ranker's autoscaler adds a GPU pod at T-12.3m and at T+19.2m: the "
+    "scheduler preempts the training pod on node ...-k4d8 (Preempted, related = the "
+    "ranker pod; DisruptionTarget PreemptionByScheduler), the Job fails and the JobSet "
+    "restarts (2 -> 4). Until the ranker scales in at T+2m the re-created pod 3 is "
+    "unschedulable (FailedScheduling Insufficient nvidia.com/gpu): a consequence, not "
+    "missing capacity. Nodes stay Ready, no interruption.",
+    Context(
+        "orbit-ai-shared",
+        "us-east4",
+        "us-east4-c",
+        "shared-gpu-use4",
+        "research",
+        "vit-pretrain",
+        "2026-04-21T15:05:00Z",
+    ),
+    "priority_preemption",
+    "protect_priority",
+)
+
+
+scenario_tfjob_priority_preemption = declare(
+    tfjob_priority_preemption,
+    "tfjob-preempted-by-priority",
+    "Kubeflow TFJob on shared CPU nodes (Chief, PS, 3 Workers, PriorityClass "
+    "offline-low value 1000, the low tier of an online/offline co-location). The online "
+    "search-frontend Deployment (namespace online, PriorityClass online-high value "
+    "1000000) scales out at T-9.5m and T+14.5m; the scheduler preempts Worker 1 each "
+    "time (Preempted, related = the frontend pod). The worker exits 143, the operator "
+    "re-creates it (ExitedWithCode, TFJobRestarting; counter 4 -> 6).",
+    Context(
+        "nimbus-adtech",
+        "asia-northeast1",
+        "asia-northeast1-a",
+        "mixed-prod-ane1",
+        "kubeflow",
+        "ctr-wide-deep",
+        "2026-12-08T02:15:00Z",
+        "tfjob",
+    ),
+    "priority_preemption",
+    "protect_priority",
+)

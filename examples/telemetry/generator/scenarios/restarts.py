@@ -31,8 +31,8 @@ from ..builders.gpu import a3_pool
 from ..builders.jobsets import job_status, jobset_object
 from ..builders.metrics import add_memory, steady
 from ..builders.pytorch import nccl_failure_lines
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, gpu_jobset
+from ..builders.scenario import Scenario, declare
+from ..builders.templates import gpu_jobset
 from ..builders.workload import jobset_event, oom_killed
 
 #: kubernetes-sigs/jobset v0.12.0 pkg/constants/constants.go.
@@ -147,30 +147,7 @@ def step_lines(sc: Scenario, pod: Pod, first: int, last: int, every: int = 3) ->
         )
 
 
-@scenario(
-    "jobset-restartjob-gauge-flat",
-    "A3 Ultra (H200) JobSet of 4 Jobs x 1 pod on JobSet v0.12 with the RestartJob "
-    "feature gate; its failure policy recreates only the failed Job (action RestartJob). "
-    "The data loader of Job 2 leaks host memory and the kernel OOM-kills its container "
-    "at T-71.4m, T-16.4m and T+6.6m (oom-kill line, the kubelet's OOMKilled status "
-    "patch); each time the controller records RestartJobFailurePolicyAction on the "
-    "JobSet and recreates Job 2 with job-restart-attempt 1, 2, 3. status.restarts, and "
-    "so kube_jobset_restarts, stays 0 all along; jobsets.json shows jobRestarts "
-    "[0, 0, 3, 0]. Jobs 0, 1 and 3 keep running; nodes are healthy.",
-    Context(
-        "orbit-ml-prod",
-        "us-east5",
-        "us-east5-a",
-        "a3u-train-use5",
-        "pretrain",
-        "olmo-13b-pretrain",
-        "2026-06-17T14:20:00Z",
-    ),
-    expect("out_of_memory", "fix_memory"),
-    kind=RestartsScenario,
-)
-def scenario_restartjob_gauge_flat(sc: RestartsScenario) -> None:
-    ctx = sc.ctx
+def restartjob_gauge_flat(sc: RestartsScenario, ctx: Context) -> None:
     restarts_at = [-70, -15, 8]  # RestartJob of job 2; -70 is before the window
     fails = [m - 1.4 for m in restarts_at]
     image = "us-east5-docker.pkg.dev/orbit-ml-prod/llm/olmo-trainer:2026.06.10"
@@ -235,31 +212,7 @@ def scenario_restartjob_gauge_flat(sc: RestartsScenario) -> None:
             add_memory(sc, pod, steady(pod, 0.5, 0.03))
 
 
-@scenario(
-    "jobset-recreated-after-ttl",
-    "H100 JobSet of 1 Job x 2 pods with failurePolicy maxRestarts 1 and "
-    "ttlSecondsAfterFinished 90, recreated under the same name whenever it ends (as "
-    "Kubeflow Trainer does for a TrainJob). The first JobSet restarts once at T-58m "
-    "(kube_jobset_restarts 0 -> 1, RestartJobSetFailurePolicyAction); at T-24m the "
-    "all-reduce hangs again, the NCCL watchdog on the coordinator times out, and the "
-    "JobSet fails (ReachedMaxRestarts). Its TTL deletes it at T-22m; at T-21m a new "
-    "JobSet of the same name (a new uid) starts from 0: the gauge falls 1 -> 0 and stays "
-    "flat. Pods and their logs carry the old and the new jobset-uid; jobsets.json holds "
-    "the new JobSet, created inside the window. Nodes are healthy.",
-    Context(
-        "nimbus-ai-prod",
-        "europe-west4",
-        "europe-west4-b",
-        "h100-ft-euw4",
-        "finetune",
-        "qwen3-32b-sft",
-        "2026-09-24T05:40:00Z",
-    ),
-    expect("application", "inspect_application"),
-    kind=RestartsScenario,
-)
-def scenario_recreated_after_ttl(sc: RestartsScenario) -> None:
-    ctx = sc.ctx
+def recreated_after_ttl(sc: RestartsScenario, ctx: Context) -> None:
     image = "europe-west4-docker.pkg.dev/nimbus-ai-prod/ft/sft:2026.09.20"
     pair = {"rjob": "node", "parallelism": 2, "coordinator_label": True}
     spec = gpu_jobset(ctx.workload, "pytorch", image, "nvidia-h100-80gb", **pair)
@@ -320,3 +273,56 @@ def scenario_recreated_after_ttl(sc: RestartsScenario) -> None:
             sc.stderr_lines(pod, failed - 0.6, nccl_failure_lines(ctx, pod, failed - 0.6, seq))
     sc.controller_event(spec, restart_m - 0.55, RESTART_JOBSET, 0)
     sc.controller_event(spec, fail_m + 0.3, MAX_RESTARTS, 0)
+
+
+scenario_restartjob_gauge_flat = declare(
+    restartjob_gauge_flat,
+    "jobset-restartjob-gauge-flat",
+    "A3 Ultra (H200) JobSet of 4 Jobs x 1 pod on JobSet v0.12 with the RestartJob "
+    "feature gate; its failure policy recreates only the failed Job (action RestartJob). "
+    "The data loader of Job 2 leaks host memory and the kernel OOM-kills its container "
+    "at T-71.4m, T-16.4m and T+6.6m (oom-kill line, the kubelet's OOMKilled status "
+    "patch); each time the controller records RestartJobFailurePolicyAction on the "
+    "JobSet and recreates Job 2 with job-restart-attempt 1, 2, 3. status.restarts, and "
+    "so kube_jobset_restarts, stays 0 all along; jobsets.json shows jobRestarts "
+    "[0, 0, 3, 0]. Jobs 0, 1 and 3 keep running; nodes are healthy.",
+    Context(
+        "orbit-ml-prod",
+        "us-east5",
+        "us-east5-a",
+        "a3u-train-use5",
+        "pretrain",
+        "olmo-13b-pretrain",
+        "2026-06-17T14:20:00Z",
+    ),
+    "out_of_memory",
+    "fix_memory",
+    kind=RestartsScenario,
+)
+
+
+scenario_recreated_after_ttl = declare(
+    recreated_after_ttl,
+    "jobset-recreated-after-ttl",
+    "H100 JobSet of 1 Job x 2 pods with failurePolicy maxRestarts 1 and "
+    "ttlSecondsAfterFinished 90, recreated under the same name whenever it ends (as "
+    "Kubeflow Trainer does for a TrainJob). The first JobSet restarts once at T-58m "
+    "(kube_jobset_restarts 0 -> 1, RestartJobSetFailurePolicyAction); at T-24m the "
+    "all-reduce hangs again, the NCCL watchdog on the coordinator times out, and the "
+    "JobSet fails (ReachedMaxRestarts). Its TTL deletes it at T-22m; at T-21m a new "
+    "JobSet of the same name (a new uid) starts from 0: the gauge falls 1 -> 0 and stays "
+    "flat. Pods and their logs carry the old and the new jobset-uid; jobsets.json holds "
+    "the new JobSet, created inside the window. Nodes are healthy.",
+    Context(
+        "nimbus-ai-prod",
+        "europe-west4",
+        "europe-west4-b",
+        "h100-ft-euw4",
+        "finetune",
+        "qwen3-32b-sft",
+        "2026-09-24T05:40:00Z",
+    ),
+    "application",
+    "inspect_application",
+    kind=RestartsScenario,
+)

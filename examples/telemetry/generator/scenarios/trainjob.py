@@ -29,8 +29,7 @@ from ..builders.cluster import Context
 from ..builders.deterministic import NS, fmt_ts, rand_int, rand_uuid
 from ..builders.gpu import a3_jobset, a3_pool
 from ..builders.jobsets import job_status, jobset_object
-from ..builders.scenario import Scenario, scenario
-from ..builders.templates import expect, suspect
+from ..builders.scenario import Scenario, declare
 from ..builders.workload import jobset_event, jobset_restarting
 
 FAULTY_HOST = "5d0e8c3b7a9f41e2b6c4d8a1f0e3b7c9"
@@ -42,35 +41,11 @@ IMAGE = "us-central1-docker.pkg.dev/orbit-ml-prod/train/llama-ft:2026-11-10"
 MAX_RESTARTS = 1
 
 
-@scenario(
-    "trainjob-faulty-host",
-    "Kubeflow Trainer v2 TrainJob llama-ft (runtime torch-distributed, 4 nodes of 8 x "
-    "H100) runs as the JobSet llama-ft it owns; the runtime sets failurePolicy "
-    f"maxRestarts {MAX_RESTARTS}. Node {FAULTY_NODE} on physical host {FAULTY_HOST} "
-    "fails twice: at T-19m (kernel BUG, hostError, TerminationEvent, NodeNotReady, "
-    "automaticRestart) and at T+6m (machine check, kernel panic, same chain). The "
-    "first failure restarts the JobSet (kube_jobset_restarts 0 -> 1, Restarting "
-    "event); the second finds the restart used: the JobSet fails with "
-    "ReachedMaxRestarts, its Jobs are deleted, and the TrainJob copies the condition "
-    "as Failed. The pods carry only the JobSet's labels: jobs.json (the TrainJob) and "
-    "jobsets.json (the JobSet's ownerReference) say it is a TrainJob.",
-    Context(
-        "orbit-ml-prod",
-        "us-central1",
-        "us-central1-a",
-        "a3-ft-usc1",
-        "ml",
-        "llama-ft",
-        "2026-11-17T09:30:00Z",
-        workload_kind="trainjob",
-    ),
-    expect("faulty_host", "isolate_host", suspect(FAULTY_HOST, FAULTY_NODE, 2)),
-)
-def scenario_trainjob_faulty_host(sc: Scenario) -> None:
-    ctx = sc.ctx
+def trainjob_faulty_host(sc: Scenario, ctx: Context) -> None:
     nodes = a3_pool(sc, 4, suffixes=["c2k7", "t5n8", "m9w3", "p4x6"], host_ids={1: FAULTY_HOST})
     bad = nodes[1]
     assert bad.name == FAULTY_NODE, bad.name
+    sc.suspect(bad, 2)
     spec = a3_jobset(ctx, IMAGE, "node", rjob="node")
     ep1, ep2 = -19.3, 6.2
     r1 = -17
@@ -167,3 +142,31 @@ def scenario_trainjob_faulty_host(sc: Scenario) -> None:
     )
     assert ctx.at(failed_m, "x") > ctx.t_ns + 6 * 60 * NS
     sc.documents.update({"jobs.json": [trainjob], "jobsets.json": [jobset]})
+
+
+scenario_trainjob_faulty_host = declare(
+    trainjob_faulty_host,
+    "trainjob-faulty-host",
+    "Kubeflow Trainer v2 TrainJob llama-ft (runtime torch-distributed, 4 nodes of 8 x "
+    "H100) runs as the JobSet llama-ft it owns; the runtime sets failurePolicy "
+    f"maxRestarts {MAX_RESTARTS}. Node {FAULTY_NODE} on physical host {FAULTY_HOST} "
+    "fails twice: at T-19m (kernel BUG, hostError, TerminationEvent, NodeNotReady, "
+    "automaticRestart) and at T+6m (machine check, kernel panic, same chain). The "
+    "first failure restarts the JobSet (kube_jobset_restarts 0 -> 1, Restarting "
+    "event); the second finds the restart used: the JobSet fails with "
+    "ReachedMaxRestarts, its Jobs are deleted, and the TrainJob copies the condition "
+    "as Failed. The pods carry only the JobSet's labels: jobs.json (the TrainJob) and "
+    "jobsets.json (the JobSet's ownerReference) say it is a TrainJob.",
+    Context(
+        "orbit-ml-prod",
+        "us-central1",
+        "us-central1-a",
+        "a3-ft-usc1",
+        "ml",
+        "llama-ft",
+        "2026-11-17T09:30:00Z",
+        "trainjob",
+    ),
+    "faulty_host",
+    "isolate_host",
+)
