@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from .cluster import AnyPod
+from .cluster import AnyPod, Context
 from .deterministic import LOWER_ALNUM, fmt_ts, rand_hex, rand_int, rand_str, rand_uuid
 
 #: Log id used for GKE interruption notices (PreemptionEvent / MaintenanceEvent on
@@ -81,7 +81,6 @@ def pod_log_labels(pod: AnyPod, jobset_uid: str) -> dict[str, str]:
 
 
 def k8s_event_payload(
-    *,
     involved: dict[str, Any],
     reason: str,
     message: str,
@@ -165,3 +164,45 @@ def audit_entry(
         operation={"first": True, "id": op_id, "last": True, "producer": method},
         digits=6,
     )
+
+
+class EntryLog:
+    """The LogEntry objects of one scenario (its cluster: ``ctx``)."""
+
+    ctx: Context
+    entries: list[dict[str, Any]]
+
+    def add(self, entry: dict[str, Any]) -> dict[str, Any]:
+        self.entries.append(entry)
+        return entry
+
+    def log(
+        self,
+        log_id: str,
+        resource_type: str,
+        resource_labels: dict[str, str],
+        at_ns: int,
+        severity: str,
+        **payload: Any,
+    ) -> dict[str, Any]:
+        """An entry of this project (``payload``: text, json_payload, labels...)."""
+        entry = make_entry(
+            self.ctx.project,
+            log_id=log_id,
+            resource_type=resource_type,
+            resource_labels=resource_labels,
+            at_ns=at_ns,
+            severity=severity,
+            **payload,
+        )
+        return self.add(entry)
+
+    def resource(self, **labels: str) -> dict[str, str]:
+        """The resource labels of an entry of this cluster (``k8s_cluster``'s: no more)."""
+        ctx = self.ctx
+        return {
+            "cluster_name": ctx.cluster,
+            "location": ctx.location,
+            "project_id": ctx.project,
+            **labels,
+        }

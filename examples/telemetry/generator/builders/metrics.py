@@ -56,18 +56,9 @@ def metrics_text(sc: Scenario) -> str:
 
     def operator_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
         for (namespace, framework), (initial, steps) in sorted(sc.operator_restarts.items()):
-            first = FIRST_MINUTE if initial is not None else min(steps)
-
-            def value(
-                m: int, i: int | None = initial, s: list[int] = steps, f: int = first
-            ) -> int | None:
-                if m < f:
-                    return None
-                return (i or 0) + sum(1 for x in s if x <= m)
-
             yield (
                 {"cluster": ctx.cluster, "job_namespace": namespace, "framework": framework},
-                value,
+                counter(initial, steps),
             )
 
     if sc.operator_restarts:
@@ -80,15 +71,6 @@ def metrics_text(sc: Scenario) -> str:
 
     def interruption_series() -> Iterable[tuple[dict[str, str], Callable[[int], Any]]]:
         for (pool, itype, reason), (initial, steps) in sorted(sc.interruptions.items()):
-            first = FIRST_MINUTE if initial is not None else min(steps)
-
-            def value(
-                m: int, i: int | None = initial, s: list[int] = steps, f: int = first
-            ) -> int | None:
-                if m < f:
-                    return None
-                return (i or 0) + sum(1 for x in s if x <= m)
-
             yield (
                 {
                     "cluster_name": ctx.cluster,
@@ -96,7 +78,7 @@ def metrics_text(sc: Scenario) -> str:
                     "interruption_type": itype,
                     "interruption_reason": reason,
                 },
-                value,
+                counter(initial, steps),
             )
 
     if sc.interruptions:
@@ -202,6 +184,19 @@ def metrics_text(sc: Scenario) -> str:
         family(name, extra, help_text, kind)
     out.append("# EOF")
     return "\n".join(out) + "\n"
+
+
+def counter(initial: int | None, steps: list[int]) -> Callable[[int], int | None]:
+    """A cumulative series: ``initial`` before the first sample (None: the series appears at
+    its first step), +1 at each minute of ``steps``."""
+    first = FIRST_MINUTE if initial is not None else min(steps)
+
+    def value(m: int) -> int | None:
+        if m < first:
+            return None
+        return (initial or 0) + sum(1 for x in steps if x <= m)
+
+    return value
 
 
 GIB = 2**30

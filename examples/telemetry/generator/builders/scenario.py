@@ -205,12 +205,10 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
         end_m: int | None,
         placement: list[Node],
         *,
-        run_delay: int = 1,
         running_from: dict[int, int | None] | None = None,
         failed_at: dict[int, int] | None = None,
         unsched: dict[int, tuple[int, int]] | None = None,
         sched_message: str | None = None,
-        namespace: str | None = None,
     ) -> list[Pod]:
         """Create the pods of one JobSet attempt (all replicated jobs), started at ``start_m``.
 
@@ -224,29 +222,15 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
                     f"{spec.job_name(j)}-{p}-"
                     f"{rand_str(K8S_ALPHABET, 5, self.ctx.cluster, spec.name, attempt, j, p)}"
                 )
-                run = (running_from or {}).get(g, start_m + run_delay)
+                run = (running_from or {}).get(g, start_m + 1)
                 phases = lifecycle(start_m, run, (failed_at or {}).get(g))
-                pod = Pod(
-                    spec=spec,
-                    namespace=namespace or self.ctx.namespace,
-                    j=j,
-                    p=p,
-                    attempt=attempt,
-                    name=name,
-                    node=placement[g]
-                    if (run is not None or unsched is None or g not in unsched)
-                    else None,
-                    start_m=start_m,
-                    created_ns=self.ctx.at(start_m - 0.9, "created", name),
-                    phases=phases,
-                    end_m=end_m,
-                    ip=self.ctx.pod_ip(name),
-                )
+                bound = run is not None or unsched is None or g not in unsched
+                node = placement[g] if bound else None
+                pod = self.jobset_pod(spec, j, p, attempt, name, node, start_m, end_m, phases)
                 if unsched and g in unsched:
                     pod.unsched.append(unsched[g])
                     pod.sched_message = sched_message
                 pods.append(pod)
-                self.pods.append(pod)
                 if (
                     FIRST_MINUTE <= start_m <= LAST_MINUTE
                     and pod.node
@@ -278,14 +262,48 @@ class Scenario(KubeflowJobs, TrainingNoise, Recorder):
             for k, start, end in spans(starts)
         ]
 
+    def jobset_pod(
+        self,
+        spec: JobSetSpec,
+        j: int,
+        p: int,
+        attempt: int,
+        name: str,
+        node: Node | None,
+        start_m: int,
+        end_m: int | None,
+        phases: list[tuple[int, str]],
+        kind: type[Pod] = Pod,
+        **more: Any,
+    ) -> Pod:
+        """Pod ``p`` of Job ``j`` of a JobSet, in the workload's namespace, created just
+        before T+start_m."""
+        pod = kind(
+            spec=spec,
+            namespace=self.ctx.namespace,
+            j=j,
+            p=p,
+            attempt=attempt,
+            name=name,
+            node=node,
+            start_m=start_m,
+            created_ns=self.ctx.at(start_m - 0.9, "created", name),
+            phases=phases,
+            end_m=end_m,
+            ip=self.ctx.pod_ip(name),
+            **more,
+        )
+        self.pods.append(pod)
+        return pod
+
     def waiting_attempt(
         self,
         spec: JobSetSpec,
         attempt: int,
+        g: int,
         start_m: int,
         end_m: int | None,
         placement: list[Node],
-        g: int,
         *,
         failed: int | None = None,
     ) -> None:

@@ -70,16 +70,7 @@ def jobset(
 ) -> JobSetSpec:
     """A JobSet of ``replicas`` Jobs of ``parallelism`` pods (1 x 4 unless told)."""
     return JobSetSpec(
-        name=name,
-        rjob=rjob,
-        replicas=replicas,
-        parallelism=parallelism,
-        container=container,
-        image=image,
-        resources=res,
-        node_selector=select,
-        tolerations=tolerations,
-        **kwargs,
+        name, rjob, replicas, parallelism, container, image, res, select, tolerations, **kwargs
     )
 
 

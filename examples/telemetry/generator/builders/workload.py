@@ -9,7 +9,7 @@ from typing import Any
 
 from .cluster import GKE_VERSION, LAST_MINUTE, AnyPod, JobSetSpec, Node, PlainPod, Pod
 from .deterministic import fmt_ts, rand_hex, rand_int
-from .entries import AUDIT_ACTIVITY_LOG, make_entry
+from .entries import AUDIT_ACTIVITY_LOG
 from .metrics import add_reason, container_of, memory_limit, since
 from .nodes import pressure_until
 from .pods import failed_status, pod_item, terminated_status, waiting_on_image
@@ -19,42 +19,6 @@ KUBELET_AGENT = f"kubelet/{GKE_VERSION} (linux/amd64) kubernetes/5b6a4ea"
 
 
 GC_PRINCIPAL = "system:serviceaccount:kube-system:generic-garbage-collector"
-
-
-def pod_event_ex(
-    sc: Scenario,
-    pod: AnyPod,
-    m: float,
-    reason: str,
-    message: str,
-    *,
-    component: str,
-    etype: str = "Normal",
-    related: dict[str, Any] | None = None,
-    action: str | None = None,
-    annotations: dict[str, str] | None = None,
-    count: int = 1,
-    first_m: float | None = None,
-) -> dict[str, Any]:
-    """A Pod Event with the fields of the events.k8s.io API where its recorder sets them:
-    the scheduler's ``related`` preemptor and ``action``, the kubelet's annotations."""
-    entry = sc.event_pod(
-        pod, m, reason, message, component=component, etype=etype, count=count, first_m=first_m
-    )
-    payload = entry["jsonPayload"]
-    if related is not None:
-        # The scheduler records through events.k8s.io/v1: eventTime, no first/last time.
-        payload["related"] = related
-        payload["action"] = action
-        payload["eventTime"] = payload["lastTimestamp"].replace("Z", ".000000Z")
-        payload["firstTimestamp"] = None
-        payload["lastTimestamp"] = None
-        payload["reportingComponent"] = component
-        payload["reportingInstance"] = f"{component}-gke-{sc.ctx.cluster[:20]}"
-        payload["source"] = {}
-    if annotations:
-        payload["metadata"]["annotations"] = dict(annotations)
-    return entry
 
 
 def pod_ref(pod: AnyPod | PlainPod) -> dict[str, Any]:
@@ -169,22 +133,18 @@ def audit_entry_k8s(
         proto["request"] = request
     if response is not None:
         proto["response"] = response
-    return sc.add(
-        make_entry(
-            ctx.project,
-            log_id=AUDIT_ACTIVITY_LOG,
-            resource_type="k8s_cluster",
-            resource_labels={
-                "cluster_name": ctx.cluster,
-                "location": ctx.location,
-                "project_id": ctx.project,
-            },
-            at_ns=ctx.at(m, "audit-k8s", method, resource),
-            severity="NOTICE",
-            proto_payload=proto,
-            labels={"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""},
-            digits=6,
-        )
+    at = ctx.at(m, "audit-k8s", method, resource)
+    labels = {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""}
+    cluster = sc.resource()
+    return sc.log(
+        AUDIT_ACTIVITY_LOG,
+        "k8s_cluster",
+        cluster,
+        at,
+        "NOTICE",
+        proto_payload=proto,
+        labels=labels,
+        digits=6,
     )
 
 
@@ -253,8 +213,7 @@ def preempted(sc: Scenario, victim: AnyPod, m: float, preemptor: PlainPod) -> di
     """The scheduler preempts ``victim`` for ``preemptor`` (Event, DisruptionTarget)."""
     node = victim.node
     assert node is not None
-    entry = pod_event_ex(
-        sc,
+    entry = sc.event_pod(
         victim,
         m,
         "Preempted",
@@ -274,8 +233,7 @@ def evicted(
     then on kube-state-metrics gives the pod the status reason Evicted."""
     threshold = "100Mi" if resource == "memory" else "10Gi"
     container = container_of(pod)
-    entry = pod_event_ex(
-        sc,
+    entry = sc.event_pod(
         pod,
         m,
         "Evicted",

@@ -110,8 +110,8 @@ def faulty_host(sc: Scenario, ctx: Context) -> None:
         ],
     )
     sc.attempt(spec, 6, -500, r1, tpu, failed_at={2: math.ceil(ep1)})
-    sc.waiting_attempt(spec, 7, r1, r2, tpu, 2, failed=math.ceil(ep2))
-    sc.waiting_attempt(spec, 8, r2, None, tpu, 2)
+    sc.waiting_attempt(spec, 7, 2, r1, r2, tpu, failed=math.ceil(ep2))
+    sc.waiting_attempt(spec, 8, 2, r2, None, tpu)
     for m0 in (ep1, ep2):
         sc.coordinator_stops(spec, m0)
     sc.node_registered(bad, back1 - 0.6)

@@ -110,23 +110,9 @@ def make_pod(
     """One pod of Job ``j`` of one JobSet uid (``gen``), Running a minute after creation."""
     key = (sc.ctx.cluster, spec.name, gen, attempt, job_attempt, j, p)
     name = f"{spec.job_name(j)}-{p}-{rand_str(K8S_ALPHABET, 5, *key)}"
-    pod = GenPod(
-        spec=spec,
-        namespace=sc.ctx.namespace,
-        j=j,
-        p=p,
-        attempt=attempt,
-        name=name,
-        node=node,
-        start_m=start_m,
-        created_ns=sc.ctx.at(start_m - 0.9, "created", name),
-        phases=lifecycle(start_m, start_m + 1, failed_m),
-        end_m=end_m,
-        ip=sc.ctx.pod_ip(name),
-        gen_uid=gen,
-        job_attempt=job_attempt,
-    )
-    sc.pods.append(pod)
+    phases = lifecycle(start_m, start_m + 1, failed_m)
+    more = {"gen_uid": gen, "job_attempt": job_attempt}
+    pod = sc.jobset_pod(spec, j, p, attempt, name, node, start_m, end_m, phases, GenPod, **more)
     if FIRST_MINUTE <= start_m <= LAST_MINUTE:
         sc.scheduled(pod, start_m - 0.85 + 0.01 * j)
     return pod

@@ -71,7 +71,7 @@ def trainjob_faulty_host(sc: Scenario, ctx: Context) -> None:
         ],
     )
     sc.attempt(spec, 0, -500, r1, nodes, failed_at={1: math.ceil(ep1)})
-    sc.waiting_attempt(spec, 1, r1, gone, nodes, 1, failed=math.ceil(ep2))
+    sc.waiting_attempt(spec, 1, 1, r1, gone, nodes, failed=math.ceil(ep2))
     jobset_restarting(sc, spec, r1, 1)
     failed_message = (
         "jobset failed due to reaching max number of restarts "

@@ -146,7 +146,7 @@ def host_signals(f: Fixtures) -> None:
             f"{dt(at):%Y-%m-%d %H:%M:%S} +0000 UTC Reason:HardwareFailure Message:hardware "
             "failure detected on TPU chip 2 (PCIe link down)}] Conditions:[]}",
             log_id="node-problem-detector",
-            severity="WARNING",
+            level="WARNING",
         ),
         kind="hardware_failure",
         **node_exp,

@@ -13,7 +13,6 @@ from ..builders.workload import (
     audit_oom_patch,
     evicted,
     kernel_oom,
-    pod_event_ex,
     preempted,
 )
 from .fixtures import Fixtures, node_of
@@ -231,8 +230,7 @@ def kubernetes_signals(f: Fixtures) -> None:
     )
     add(
         "image_pull_failed_not_found",
-        pod_event_ex(
-            sc,
+        sc.event_pod(
             tpods[3],
             -0.15,
             "Failed",
@@ -256,8 +254,7 @@ def kubernetes_signals(f: Fixtures) -> None:
     )
     add(
         "image_pull_failed_forbidden",
-        pod_event_ex(
-            gs,
+        gs.event_pod(
             gpods[1],
             -0.14,
             "Failed",
@@ -272,8 +269,7 @@ def kubernetes_signals(f: Fixtures) -> None:
     )
     add(
         "image_pull_failed_back_off",
-        pod_event_ex(
-            sc,
+        sc.event_pod(
             tpods[3],
             -0.13,
             "BackOff",
@@ -289,8 +285,7 @@ def kubernetes_signals(f: Fixtures) -> None:
     )
     add(
         "unrecognized_back_off_restarting_container",
-        pod_event_ex(
-            sc,
+        sc.event_pod(
             tpods[3],
             -0.12,
             "BackOff",
