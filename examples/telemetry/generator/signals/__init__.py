@@ -7,14 +7,15 @@ from typing import Any
 
 from .fixtures import fixtures
 from .hosts import host_signals
-from .kubernetes import kubernetes_signals
-from .training import training_signals, unrecognized_signals
+from .kubernetes import image_pull_signals, scheduling_signals, stopped_pod_signals
+from .training import training_signals
 
 
 def build_signals() -> dict[str, dict[str, Any]]:
     f = fixtures()
     host_signals(f)
     training_signals(f)
-    kubernetes_signals(f)
-    unrecognized_signals(f)
+    scheduling_signals(f)
+    stopped_pod_signals(f)
+    image_pull_signals(f)
     return f.out

@@ -6,47 +6,59 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..builders.cluster import AnyPod, Context, JobSetSpec, Node, Pod
+from ..builders.cluster import AnyPod, Node, Pod
+from ..builders.gpu import a2_ultra_pool
 from ..builders.scenario import Scenario
-from ..scenarios.infrastructure import FAULTY_HOST
+from ..builders.templates import jobset
+from ..scenarios.healthy_nodes import A100_CLUSTER
+from ..scenarios.infrastructure import TPU_CLUSTER, faulty_host_slice
 
 
 @dataclass
 class Fixtures:
-    """The clusters, their pods, and the fixtures written so far (name -> entry, expect)."""
+    """The clusters (``sc``: the TPU slice, ``gs``: the A100 nodes), their pods, and the
+    fixtures written so far (name -> entry, expect)."""
 
-    ctx: Context
     sc: Scenario
     tpu: list[Node]
-    tspec: JobSetSpec
     tpods: list[Pod]
-    gctx: Context
     gs: Scenario
     gnodes: list[Node]
-    gspec: JobSetSpec
     gpods: list[Pod]
     out: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def node(self) -> Node:
+        """The TPU node on the faulty host."""
         return self.tpu[2]
 
     @property
     def node_exp(self) -> dict[str, Any]:
-        return {"node": self.node.name, "cluster": self.ctx.cluster}
+        return {"node": self.node.name, "cluster": self.sc.ctx.cluster}
 
     def add(self, name: str, entry: dict[str, Any], **exp: Any) -> None:
         self.out[name] = {"entry": entry, "expect": exp}
 
+    def pod_exp(self, pod: Pod) -> dict[str, Any]:
+        """What a workload pod's signal names: the pod, its workload and cluster, whether it
+        coordinates, its node."""
+        ctx = self.scenario(pod).ctx
+        return {
+            "pod": pod.name,
+            "workload": ctx.workload,
+            "cluster": ctx.cluster,
+            "coordinator": pod.coordinator,
+            "node": pod.node.name if pod.node else None,
+        }
 
-def pod_exp(pod: Pod, cluster: str, workload: str) -> dict[str, Any]:
-    return {
-        "pod": pod.name,
-        "workload": workload,
-        "cluster": cluster,
-        "coordinator": pod.coordinator,
-        "node": pod.node.name if pod.node else None,
-    }
+    def stderr(self, name: str, pod: Pod, m: float, kind: str, text: str) -> None:
+        """A line the workload pod writes to stderr at T+m, read as ``kind``."""
+        entry = self.scenario(pod).container_log(pod, m, text, stderr=True)
+        self.add(name, entry, kind=kind, **self.pod_exp(pod))
+
+    def scenario(self, pod: Pod) -> Scenario:
+        """The cluster ``pod`` runs in."""
+        return self.sc if any(pod is p for p in self.sc.pods) else self.gs
 
 
 def node_of(pod: AnyPod) -> str | None:
@@ -54,59 +66,15 @@ def node_of(pod: AnyPod) -> str | None:
 
 
 def fixtures() -> Fixtures:
-    ctx = Context(
-        project="customer-ai-project-123",
-        location="us-east5",
-        zone="us-east5-a",
-        cluster="tpu-cluster-prod",
-        namespace="default",
-        workload="llama3-70b-training",
-        issue_time="2026-05-20T08:15:00Z",
-    )
-    sc = Scenario("signals", "", ctx, {})
-    tpu = sc.add_pool(
-        "tpu-pool",
-        "ct5p-hightpu-4t",
-        4,
-        pool_hash="3f9a2b1c",
-        suffixes=["m4p8", "r2d6", "x7k2", "w9c3"],
-        hosts=True,
-        host_ids={2: FAULTY_HOST},
-    )
-    tspec = JobSetSpec(
-        name="llama3-70b-training",
-        rjob="slice",
-        replicas=2,
-        parallelism=2,
-        container="maxtext",
-        image="us-docker.pkg.dev/x/maxtext:1",
-        resources={"google.com/tpu": "4"},
-        node_selector={},
-        tolerations=[],
-    )
+    sc = Scenario("signals", "", TPU_CLUSTER, {})
+    tpu = faulty_host_slice(sc)
+    image, tpu_res = "us-docker.pkg.dev/x/maxtext:1", {"google.com/tpu": "4"}
+    slices = {"rjob": "slice", "replicas": 2, "parallelism": 2}
+    tspec = jobset(TPU_CLUSTER.workload, "maxtext", image, tpu_res, {}, [], **slices)
     tpods = sc.attempt(tspec, 3, -30, None, tpu)
-    gctx = Context(
-        project="neox-research-7781",
-        location="us-central1-a",
-        zone="us-central1-a",
-        cluster="a100-cluster",
-        namespace="llm",
-        workload="gpt-neox-pretrain",
-        issue_time="2026-01-27T16:48:00Z",
-    )
-    gs = Scenario("signals-gpu", "", gctx, {})
-    gnodes = gs.add_pool("a100-pool", "a2-ultragpu-8g", 4)
-    gspec = JobSetSpec(
-        name="gpt-neox-pretrain",
-        rjob="workers",
-        replicas=1,
-        parallelism=4,
-        container="pytorch",
-        image="x",
-        resources={"nvidia.com/gpu": "8"},
-        node_selector={},
-        tolerations=[],
-        coordinator_label=True,
-    )
+    gs = Scenario("signals-gpu", "", A100_CLUSTER, {})
+    gnodes = a2_ultra_pool(gs)
+    gpu_res = {"nvidia.com/gpu": "8"}
+    gspec = jobset(A100_CLUSTER.workload, "pytorch", "x", gpu_res, {}, [], coordinator_label=True)
     gpods = gs.attempt(gspec, 2, -30, None, gnodes)
-    return Fixtures(ctx, sc, tpu, tspec, tpods, gctx, gs, gnodes, gspec, gpods)
+    return Fixtures(sc, tpu, tpods, gs, gnodes, gpods)
