@@ -89,7 +89,9 @@ def stopped_pod_signals(f: Fixtures) -> None:
     f.add("unrecognized_oom_killer_invoked", oom[0], kind="unrecognized", **uid_exp)
     exp: dict[str, Any] = {"pod_uid": victim.uid, "reason": "oom-kill", **uid_exp}
     f.add("oom_killed_kernel_memcg", oom[2], kind="oom_killed", **exp)
-    f.add("oom_killed_kernel_killed_process", oom[3], kind="oom_killed", pod_uid=None, **uid_exp)
+    # 'Killed process' restates the oom-kill: line's kill: it is not counted again.
+    restates = "unrecognized_kernel_killed_process_restates_the_kill"
+    f.add(restates, oom[3], kind="unrecognized", **uid_exp)
     f.add("oom_killed_npd_event", oom[4], kind="oom_killed", reason="OOMKilling", **uid_exp)
     # What the audited pod's signals name: the pod, its namespace, container and uid.
     audited = {"pod": victim.name, "namespace": victim.namespace}
