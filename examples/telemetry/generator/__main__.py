@@ -1,7 +1,7 @@
-"""Write every scenario under examples/telemetry and the golden fixtures under
-tests/data/signals.
+"""The generator's entry point: write every scenario folder and the golden signal fixtures.
 
-Each scenario folder holds::
+Scenario folders go under examples/telemetry, fixtures under tests/data/signals. Each scenario
+folder holds::
 
     scenario.json  description, context and the expected diagnosis
     logs.json      Cloud Logging v2 LogEntry objects as ``gcloud logging read --format=json``
@@ -26,8 +26,8 @@ REPO = TELEMETRY.parent.parent
 SIGNALS_DIR = REPO / "tests" / "data" / "signals"
 
 if not __package__:
-    # Run as ``python examples/telemetry/generator``: Python put this folder on sys.path,
-    # where the package's own subpackages would shadow nothing but the package is not found.
+    # Run as ``python examples/telemetry/generator``: Python put this folder on sys.path, where
+    # the package itself cannot be imported; its parent folder can.
     sys.path[0] = str(TELEMETRY)
 
 from generator.builders.scenario import dump  # noqa: E402

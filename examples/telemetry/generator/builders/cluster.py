@@ -1,5 +1,4 @@
-"""The cluster model: nodes, JobSet and Kubeflow job specs, their pods by minute, and the
-scenario's context (its clock)."""
+"""The cluster model: nodes, JobSet and Kubeflow specs, their pods by minute, the context."""
 
 from __future__ import annotations
 

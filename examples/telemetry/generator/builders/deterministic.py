@@ -1,5 +1,6 @@
-"""Deterministic values and time formats: every id, suffix and sub-second offset comes from a
-SHA-256 of fixed keys, so two runs write the same bytes.
+"""Deterministic values (ids, suffixes, offsets) and the time formats logs print.
+
+Every value comes from a SHA-256 of fixed keys, so two runs write the same bytes.
 """
 
 from __future__ import annotations

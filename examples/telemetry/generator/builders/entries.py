@@ -1,5 +1,7 @@
-"""Cloud Logging LogEntry builders: the entry itself, a pod's log labels, Kubernetes Event
-payloads and Compute Engine audit entries.
+"""Cloud Logging LogEntry builders, and the entry log every scenario keeps.
+
+The entry itself, a pod's log labels, Kubernetes Event payloads and Compute Engine audit
+entries.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Kubernetes Events as Cloud Logging carries them: on nodes, on pods (the scheduler's and the
-kubelet's), and on cluster-level objects (a JobSet, a Kubeflow job)."""
+"""Kubernetes Events on nodes, pods and cluster-level objects, as Cloud Logging carries them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""GPU nodes and their faults: A3 pools and JobSets, NVIDIA Xid bursts, the driver's banner, a
-GPU fault episode. Every Xid line is a wording of the signature catalog; the comment beside
-it names its source.
+"""GPU nodes and their faults: A2/A3 pools and JobSets, NVIDIA Xid bursts, GPU fault episodes.
+
+Every Xid line is a wording of the signature catalog; the comment beside it names its source.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""jobsets.json: JobSet objects as ``kubectl get jobsets -o json`` prints them
-(sigs.k8s.io/jobset ``jobset_types.go``), and the status of their Jobs."""
+"""jobsets.json: JobSet objects as ``kubectl get jobsets -o json`` prints them.
+
+After sigs.k8s.io/jobset ``jobset_types.go``, with the status of their Jobs.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Kubeflow training-operator jobs: their pods by incarnation, the operator's Events and its
-restart counter.
-"""
+"""Kubeflow training-operator jobs: pods by incarnation, the operator's Events and counter."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""OpenMetrics series: the families every scenario writes, and the extra kube-state-metrics and
-cAdvisor series (with the labels kube-prometheus-stack's scrape jobs give them).
+"""OpenMetrics series: every scenario's families and the kube-state-metrics/cAdvisor extras.
+
+The extra series carry the labels kube-prometheus-stack's scrape jobs give them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Ordinary log lines: training steps, checkpoints and start-up banners of the coordinator,
-and the kubelet's chatter on every node.
-"""
+"""Ordinary log lines: a healthy job's steps, checkpoints and banners, the kubelet's chatter."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""pods.json: JobSet, Kubeflow and Deployment pods as ``kubectl get pods -o json`` prints them,
-and the container statuses other records quote.
+"""pods.json: JobSet, Kubeflow and Deployment pods as ``kubectl get pods -o json`` prints them.
+
+With the container statuses other records (audit entries, hooks) quote.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""What PyTorch prints when a rank fails: the NCCL watchdog, CUDA errors, torchrun's elastic
-agent. Every failure line is a wording of the signature catalog
+"""What PyTorch prints when a rank fails: the NCCL watchdog, CUDA errors, torchrun's agent.
+
+Every failure line is a wording of the signature catalog
 (shared/loopbreaker/signals/catalog/*.toml); the comment beside it names its source.
 """
 

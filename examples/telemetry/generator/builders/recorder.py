@@ -1,5 +1,4 @@
-"""What a scenario logs besides Events: container lines, the node journal, kubelet records,
-Compute Engine audit entries and node-pool notices."""
+"""What a scenario logs besides Events: container, node journal, kubelet, audit, pool lines."""
 
 from __future__ import annotations
 

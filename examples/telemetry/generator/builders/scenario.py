@@ -1,5 +1,7 @@
-"""The Scenario: its nodes, pods, JobSets, restarts and interruptions, the episodes that change
-them, and the five files it writes.
+"""The Scenario (one folder: its cluster, pods, episodes and files) and ``declare``.
+
+Its nodes, pods, JobSets, restarts and interruptions, the episodes that change them, and the
+five files it writes; ``declare`` makes a scenario family's builder a scenario.
 """
 
 from __future__ import annotations

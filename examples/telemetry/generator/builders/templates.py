@@ -1,5 +1,4 @@
-"""Templates: GPU and TPU node labels, capacity, taints and tolerations, node selectors, the
-JobSet and Kubeflow job specs built from them, and a scenario's expected diagnosis."""
+"""Templates: GPU/TPU node labels, taints and selectors, JobSet and Kubeflow specs, expect()."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What Kubernetes records when it stops a workload's pod: OOM kills, priority preemption,
-node-pressure eviction, image pulls, and the JobSet controller's Events.
+"""What Kubernetes records when it stops a pod: OOM kills, preemption, evictions, image pulls.
+
+With the JobSet controller's Events.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Accelerator memory scenarios: CUDA out of memory on every rank of a PyTorchJob, a TPU
-program that needs more HBM than the chip has.
-"""
+"""Accelerator memory scenarios: CUDA out of memory (PyTorchJob), TPU HBM out of memory."""
 
 from __future__ import annotations
 

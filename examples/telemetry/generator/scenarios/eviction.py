@@ -1,6 +1,4 @@
-"""Node-pressure eviction scenarios: the kubelet evicts a JobSet pod (memory), a TFJob worker
-(ephemeral storage).
-"""
+"""Node-pressure eviction scenarios: a JobSet pod (memory), a TFJob worker (boot disk)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""NVIDIA Xid scenarios: an application fault on every rank, a hardware fault twice and once,
-an Xid 79 on a node that stays Ready.
-"""
+"""NVIDIA Xid scenarios: an application fault, hardware faults, an Xid 79 on a Ready node."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""JobSet scenarios whose nodes stay healthy: missing capacity, an NCCL application hang, no
-restart loop at all, and a loop nothing explains."""
+"""JobSet scenarios on healthy nodes: capacity, an NCCL hang, no restart loop, an unknown loop."""
 
 from __future__ import annotations
 

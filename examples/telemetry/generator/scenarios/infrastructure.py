@@ -1,5 +1,4 @@
-"""Scenarios where the infrastructure restarts a JobSet: Spot preemption, a faulty host, a
-single host error, Compute Engine maintenance."""
+"""Infrastructure scenarios: Spot preemption, a faulty host, a host error, host maintenance."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Kubeflow training-operator scenarios: a TFJob on a faulty host, a PyTorchJob whose NCCL
-all-reduce times out."""
+"""Kubeflow training-operator scenarios: a TFJob on a faulty host, a PyTorchJob NCCL timeout."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""JobSet restart-counting scenarios (issue 28): restarts the ``kube_jobset_restarts`` gauge
-does not show, each with ``jobsets.json`` (``kubectl get jobsets -A -o json``, snapshot at
-T+35m):
+"""JobSet restart-counting scenarios (issue 28): restarts ``kube_jobset_restarts`` misses.
+
+Each comes with ``jobsets.json`` (``kubectl get jobsets -A -o json``, snapshot at T+35m):
 
 - ``jobset-restartjob-gauge-flat``: a JobSet (v0.12, feature gate RestartJob) whose
   failure policy restarts one Job (``RestartJob``): ``status.restarts`` and so the gauge

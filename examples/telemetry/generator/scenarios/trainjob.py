@@ -1,6 +1,7 @@
-"""The Kubeflow Trainer v2 TrainJob scenario, with ``jobs.json`` (``kubectl get
-tfjobs,pytorchjobs,trainjobs -A -o json``) and ``jobsets.json`` (``kubectl get jobsets -A
--o json``).
+"""The Kubeflow Trainer v2 TrainJob scenario, with its jobs.json and jobsets.json.
+
+``jobs.json`` is ``kubectl get tfjobs,pytorchjobs,trainjobs -A -o json``, ``jobsets.json``
+``kubectl get jobsets -A -o json``.
 
 The objects follow kubeflow/trainer v2.1.0 and sigs.k8s.io/jobset v0.10.1 (the version its
 go.mod pins):

@@ -1,5 +1,8 @@
-"""Golden signal fixtures: one LogEntry per recognised (or deliberately unrecognised) wording,
-with what the classifier must read from it, written to ``tests/data/signals/<name>.json``."""
+"""Golden signal fixtures: one LogEntry per wording, and what the classifier must read from it.
+
+Written to ``tests/data/signals/<name>.json``; recognised and deliberately unrecognised
+wordings alike.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The two clusters the golden signal fixtures are logged in (the faulty-host TPU slice and
-the NCCL-hang A100 JobSet), and the fixture table they fill."""
+"""The clusters the golden signal fixtures are logged in, and the fixture table they fill.
+
+The faulty-host TPU slice and the NCCL-hang A100 nodes.
+"""
 
 from __future__ import annotations
 

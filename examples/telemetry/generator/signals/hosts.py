@@ -1,5 +1,8 @@
-"""Golden fixtures of node and host signals: interruption notices, Compute Engine audit
-entries, kernel and systemd lines, node Events, and node lines that must stay unrecognized."""
+"""Golden fixtures of node and host signals.
+
+Interruption notices, Compute Engine audit entries, kernel and systemd lines, node Events,
+and node lines that must stay unrecognized.
+"""
 
 from __future__ import annotations
 

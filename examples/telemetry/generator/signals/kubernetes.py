@@ -1,6 +1,8 @@
-"""Golden fixtures of Kubernetes signals: scheduling, the Kubeflow operator's restarts, and the
-workload's pods stopped by Kubernetes itself (OOM kills, preemption, eviction, image pulls),
-with the pod Events that must stay unrecognized."""
+"""Golden fixtures of Kubernetes signals: scheduling, operator restarts, stopped pods, pulls.
+
+The workload's pods stopped by Kubernetes itself (OOM kills, preemption, eviction, image
+pulls), with the pod Events that must stay unrecognized.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Golden fixtures of training-process signals: NCCL timeouts and errors, connection resets,
-worker crashes, a Megascale hang, and container lines that must stay unrecognized."""
+"""Golden fixtures of training-process signals: NCCL, connection resets, crashes, a TPU hang.
+
+And container lines that must stay unrecognized.
+"""
 
 from __future__ import annotations
 
