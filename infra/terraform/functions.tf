@@ -60,6 +60,9 @@ resource "google_cloudfunctions2_function" "this" {
           LOOPBREAKER_DEDUP_RETENTION    = var.dedup_retention
           LOOPBREAKER_LOG_LEVEL          = var.log_level
           LOOPBREAKER_WORKLOAD_KIND      = var.workload_kind
+          # The projects served (projects.tf): every function, so none falls back to
+          # project_id alone; an entry or alert of another project opens nothing.
+          LOOPBREAKER_PROJECTS = join(",", local.workload_projects)
           # on_schedule names the path when it asks for approval; the executor follows it.
           LOOPBREAKER_REPAIR_PATH = var.repair_path
           # Only the functions that post to chat get the chat notifier; the others log.
@@ -68,6 +71,9 @@ resource "google_cloudfunctions2_function" "this" {
         each.value.notifies ? {
           LOOPBREAKER_SLACK_CHANNEL     = var.notifier == "slack" ? var.slack_channel : null
           LOOPBREAKER_GOOGLE_CHAT_SPACE = var.notifier == "google-chat" ? var.google_chat_space : null
+          # The route file's YAML itself (the functions have no file of the applier's):
+          # where each incident is posted and whose clicks approve it. Unset when null.
+          LOOPBREAKER_ROUTES = var.routes
         } : {},
         each.value.approvals ? {
           LOOPBREAKER_APPROVERS         = join(",", var.approvers)

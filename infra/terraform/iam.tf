@@ -8,8 +8,9 @@
 #   on_remediation_request   yes    -                        -                 custom roles (below)
 #   on_alertmanager_webhook  yes    -                        -                 -
 #
-# on_remediation_request is deployed only with approvers. No basic role (owner, editor,
-# viewer) is granted anywhere.
+# The diagnosis roles and the custom roles are granted in every workload project
+# (projects.tf), the rest in project_id. on_remediation_request is deployed only with
+# approvers. No basic role (owner, editor, viewer) is granted anywhere.
 
 resource "google_service_account" "functions" {
   for_each = local.deployed
@@ -121,19 +122,22 @@ locals {
     "compute.instances.reportHostAsFaulty" = var.repair_path == "report"
   }
   # IAM conditions see a Compute Engine instance as projects/P/zones/Z/instances/NAME; GKE
-  # names every node VM gke-<cluster>-<pool>-<hash>-<suffix>.
-  gke_instances_only = join(" && ", [
-    "resource.type == \"compute.googleapis.com/Instance\"",
-    "resource.name.startsWith(\"projects/${var.project_id}/zones/\")",
-    "resource.name.extract(\"/instances/{name}\").startsWith(\"gke-\")",
-  ])
+  # names every node VM gke-<cluster>-<pool>-<hash>-<suffix>. Per workload project.
+  gke_instances_only = {
+    for project in local.remediation_projects : project => join(" && ", [
+      "resource.type == \"compute.googleapis.com/Instance\"",
+      "resource.name.startsWith(\"projects/${project}/zones/\")",
+      "resource.name.extract(\"/instances/{name}\").startsWith(\"gke-\")",
+    ])
+  }
 }
 
 # What on_remediation_request needs beside the VM: the node, its pods, the VM's operation.
+# A custom role is a resource of one project, so each workload project gets its own.
 resource "google_project_iam_custom_role" "remediation" {
-  count = local.approvals ? 1 : 0
+  for_each = local.remediation_projects
 
-  project     = var.project_id
+  project     = each.value
   role_id     = "${local.role_prefix}remediation"
   title       = "loopbreaker remediation"
   description = "Cordon and drain one approved GKE node, and wait for its VM's operation (loopbreaker on_remediation_request)."
@@ -143,9 +147,9 @@ resource "google_project_iam_custom_role" "remediation" {
 
 # What it needs on the VM, granted on GKE node VMs only (the condition below).
 resource "google_project_iam_custom_role" "remediation_vm" {
-  count = local.approvals ? 1 : 0
+  for_each = local.remediation_projects
 
-  project     = var.project_id
+  project     = each.value
   role_id     = "${local.role_prefix}remediation_vm"
   title       = "loopbreaker remediation (GKE node VMs)"
   description = "Read, and delete or report the host of, one approved GKE node VM (loopbreaker on_remediation_request)."
@@ -153,31 +157,34 @@ resource "google_project_iam_custom_role" "remediation_vm" {
   permissions = sort([for permission, needed in local.remediation_vm_permissions : permission if needed])
 }
 
-# The only holder of the custom roles: the remediation function's own account.
+# The only holder of the custom roles: the remediation function's own account, each
+# project's roles in that project.
 resource "google_project_iam_member" "remediation" {
-  count = local.approvals ? 1 : 0
+  for_each = local.remediation_projects
 
-  project = var.project_id
-  role    = google_project_iam_custom_role.remediation[0].id
+  project = each.value
+  role    = google_project_iam_custom_role.remediation[each.key].id
   member  = "serviceAccount:${google_service_account.functions["on_remediation_request"].email}"
 }
 
 resource "google_project_iam_member" "remediation_vm" {
-  count = local.approvals ? 1 : 0
+  for_each = local.remediation_projects
 
-  project = var.project_id
-  role    = google_project_iam_custom_role.remediation_vm[0].id
+  project = each.value
+  role    = google_project_iam_custom_role.remediation_vm[each.key].id
   member  = "serviceAccount:${google_service_account.functions["on_remediation_request"].email}"
 
   condition {
     title       = "gke-node-vms"
     description = "Compute Engine instances of this project whose name starts with gke- (GKE node VMs)."
-    expression  = local.gke_instances_only
+    expression  = local.gke_instances_only[each.key]
   }
 }
 
 # Filing the support case (LOOPBREAKER_SUPPORT_PARENT = projects/P). For an organization
-# parent, grant roles/cloudsupport.techSupportEditor on the organization by hand.
+# parent, grant roles/cloudsupport.techSupportEditor on the organization by hand. Not per
+# workload project: every case is filed under that one parent, whichever project the
+# host is in, so P is the only project that needs the role.
 resource "google_project_iam_member" "support" {
   for_each = local.approvals && startswith(coalesce(var.support_parent, "-"), "projects/") ? toset([trimprefix(coalesce(var.support_parent, "-"), "projects/")]) : toset([])
 
@@ -199,20 +206,15 @@ resource "google_pubsub_topic_iam_member" "remediation_publisher" {
 
 # --- diagnosis (read only) ---------------------------------------------------------------
 
-# on_schedule diagnoses with live sources: Managed Prometheus (monitoring.viewer), Cloud
-# Logging (logging.viewer), the GKE API for nodes and pods (container.viewer: read-only,
-# no Secrets), and the VM's physical host and provisioning model, which settle the repair
-# path before an approval is asked for (compute.viewer: instances.get).
+# on_schedule diagnoses with live sources, in each workload project: the read-only roles of
+# local.diagnosis_roles (projects.tf), which also settle the repair path (the VM's host and
+# provisioning model) before an approval is asked for; and monitoring.viewer on project_id
+# to read its metrics scope (monitoring.tf) when project_id is not a workload project.
 resource "google_project_iam_member" "diagnosis" {
-  for_each = var.live_sources ? toset([
-    "roles/compute.viewer",
-    "roles/container.viewer",
-    "roles/logging.viewer",
-    "roles/monitoring.viewer",
-  ]) : toset([])
+  for_each = local.diagnosis_grants
 
-  project = var.project_id
-  role    = each.value
+  project = each.value.project
+  role    = each.value.role
   member  = "serviceAccount:${google_service_account.functions["on_schedule"].email}"
 }
 

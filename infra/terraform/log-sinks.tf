@@ -1,7 +1,9 @@
 # One sink per filter of log-filters.json, at the scope var.sink_scope names; all publish
 # to the log_events topic. Folder and organization sinks include their children, so one
-# deployment sees every project below them (diagnosis and remediation permissions are
-# granted in var.project_id only: see README, "Sink scope").
+# deployment sees every project below them; diagnosis and remediation permissions are
+# granted in the workload projects only (projects.tf), and the responder ignores entries
+# of any other project (README, "Workload projects"). Project sinks are created in
+# project_id alone, so they serve a deployment whose only workload project is project_id.
 
 locals {
   # var.clusters narrows every filter, which log-filters.json keeps cluster-blind. Entries
@@ -46,6 +48,14 @@ resource "google_logging_project_sink" "this" {
   destination            = "pubsub.googleapis.com/${google_pubsub_topic.log_events.id}"
   filter                 = each.value
   unique_writer_identity = true
+
+  lifecycle {
+    # Entries of the other workload projects would never arrive: fail the plan instead.
+    precondition {
+      condition     = alltrue([for project in local.workload_projects : project == var.project_id])
+      error_message = "sink_scope = \"project\" takes entries of project_id only: with other workload_projects, use sink_scope = \"folder\" or \"organization\" (a sink above them all)."
+    }
+  }
 }
 
 resource "google_logging_folder_sink" "this" {

@@ -203,6 +203,25 @@ resource "time_sleep" "log_metrics" {
   triggers = local.log_metric_types
 }
 
+# --- the metrics scope ----------------------------------------------------------------------
+
+# Each workload project other than project_id joins project_id's metrics scope, so
+# Managed Prometheus queries made in project_id (and the JobSet alert below) see its
+# series. metrics_scope is the scope's resource name, locations/global/metricsScopes/
+# {SCOPING_PROJECT_ID_OR_NUMBER}; name is the monitored project's id (the provider also
+# takes the long form .../projects/{ID} and keeps the last segment). Creating one needs
+# monitoring.metricsScopes.link on both projects (README, "IAM roles needed to apply").
+# (registry.terraform.io/providers/hashicorp/google/latest/docs/resources/monitoring_monitored_project)
+resource "google_monitoring_monitored_project" "workload" {
+  for_each = local.monitored_projects
+
+  metrics_scope = "locations/global/metricsScopes/${var.project_id}"
+  name          = each.value
+
+  # The scope lives in project_id's Cloud Monitoring, which must be enabled first.
+  depends_on = [google_project_service.this]
+}
+
 # --- alert policies ---------------------------------------------------------------------
 
 # Managed Service for Prometheus: kube_jobset_restarts is a gauge of status.restarts; its

@@ -338,7 +338,7 @@ variable "prefix" {
 
 variable "project_id" {
   type        = string
-  description = "Project that hosts the functions, topics, store and the GKE clusters to watch."
+  description = "Project that hosts the functions, topics and store, and the GKE clusters to watch unless workload_projects names others."
 
   validation {
     condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
@@ -439,6 +439,17 @@ variable "report_disruption_schedule" {
   }
 }
 
+variable "routes" {
+  type        = string
+  description = "A route file's YAML content, read with file() (LOOPBREAKER_ROUTES, to the functions that post to chat): which channel or space each incident goes to and who may approve its repairs, by project, cluster, namespace, workload and cause; null: every incident goes to slack_channel or google_chat_space and approvers. A route's approvers replace approvers for its repairs, but approvals (and the remediation path) are deployed only with approvers set."
+  default     = null
+
+  validation {
+    condition     = var.routes == null || can(keys(yamldecode(coalesce(var.routes, "{}"))))
+    error_message = "routes must be the YAML content of a route file (a mapping), not its path: the functions cannot read a file of the machine that applies."
+  }
+}
+
 variable "settle_batch" {
   type        = number
   description = "Incidents diagnosed per on_schedule call (LOOPBREAKER_SETTLE_BATCH)."
@@ -485,7 +496,7 @@ variable "sink_organization" {
 
 variable "sink_scope" {
   type        = string
-  description = "Where the log sinks are created: project (var.project_id), folder (var.sink_folder, with children) or organization (var.sink_organization, with children)."
+  description = "Where the log sinks are created: project (var.project_id, when it is the only workload project), folder (var.sink_folder, with children) or organization (var.sink_organization, with children)."
   default     = "project"
 
   validation {
@@ -571,5 +582,22 @@ variable "workload_kind" {
   validation {
     condition     = contains(["jobset", "tfjob", "pytorchjob"], var.workload_kind)
     error_message = "workload_kind must be jobset, tfjob or pytorchjob."
+  }
+}
+
+variable "workload_projects" {
+  type        = list(string)
+  description = "Projects whose GKE workloads the responder serves (LOOPBREAKER_PROJECTS); an entry from any other project opens no incident and takes no action. In each: the diagnosis roles for on_schedule (live_sources) and, with approvers, the remediation roles for on_remediation_request; each one other than project_id joins project_id's Monitoring metrics scope. Entries of projects other than project_id arrive through folder or organization sinks (sink_scope). Empty: project_id alone."
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for project in var.workload_projects : can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", project))])
+    error_message = "Each workload project must be a project id (6-30 lowercase letters, digits and hyphens), not a name or number."
+  }
+
+  validation {
+    condition     = length(distinct(var.workload_projects)) == length(var.workload_projects)
+    error_message = "workload_projects lists a project twice."
   }
 }

@@ -455,7 +455,7 @@ def test_each_repair_path_grants_its_own_vm_permission_and_not_the_others(
     ):
         spec = resources(module, "google_project_iam_custom_role")[role]
         assert f"local.{table}" in spec["permissions"] and "if needed" in spec["permissions"]
-        assert spec["count"] == "${local.approvals ? 1 : 0}"
+        assert spec["for_each"] == "${local.remediation_projects}"
 
 
 def test_only_the_remediation_account_holds_the_destructive_permissions(
@@ -494,10 +494,12 @@ def test_only_the_remediation_account_holds_the_destructive_permissions(
 def test_vm_permissions_hold_on_gke_node_vms_only(module: dict[str, Any]) -> None:
     grant = resources(module, "google_project_iam_member")["remediation_vm"]
     [condition] = grant["condition"]
-    assert condition["expression"] == "${local.gke_instances_only}"
+    # Each workload project's grant is conditioned on that project's VMs.
+    assert condition["expression"] == "${local.gke_instances_only[each.key]}"
     expression = module["locals"]["gke_instances_only"]
+    assert "for project in local.remediation_projects : project =>" in expression
     assert 'resource.type == \\"compute.googleapis.com/Instance\\"' in expression
-    assert 'resource.name.startsWith(\\"projects/${var.project_id}/zones/\\")' in expression
+    assert 'resource.name.startsWith(\\"projects/${project}/zones/\\")' in expression
     assert 'resource.name.extract(\\"/instances/{name}\\").startsWith(\\"gke-\\")' in expression
     assert '" && "' in expression.replace('\\"', '"')
     # The other role, unconditioned, carries no VM permission (asserted above) and is
@@ -517,7 +519,7 @@ def test_without_approvers_nothing_of_the_remediation_path_is_deployed_or_grante
     assert support["for_each"].startswith("${local.approvals && ")
     for name in ("remediation", "remediation_vm"):
         grant = resources(module, "google_project_iam_member")[name]
-        assert grant["count"] == "${local.approvals ? 1 : 0}"
+        assert grant["for_each"] == "${local.remediation_projects}"
 
 
 def test_apis_follow_the_inputs(module: dict[str, Any]) -> None:

@@ -95,6 +95,9 @@ def test_the_installed_schemas_carry_the_pinned_versions(
         assert service["uri"]["computed"] and function["attributes"]["url"]["computed"]
         alert = schemas["google"]["resources"]["google_monitoring_alert_policy"]
         assert alert["blocks"]["conditions"]["required"]
+        monitored = schemas["google"]["resources"]["google_monitoring_monitored_project"]
+        assert monitored["attributes"]["metrics_scope"]["required"]
+        assert monitored["attributes"]["name"]["required"]
         assert "google_project_service_identity" not in schemas["google"]["resources"]
         assert "google_project_service_identity" in schemas["google-beta"]["resources"]
 
@@ -122,6 +125,9 @@ def test_every_block_of_the_module_was_checked(schema_sets: dict[str, dict[str, 
         ("resource", "time_sleep"),
         ("resource", "google_secret_manager_secret_version"),
         ("resource", "google_monitoring_alert_policy"),
+        # One responder for several projects (issue 40).
+        ("resource", "google_monitoring_monitored_project"),
+        ("resource", "google_project_iam_custom_role"),
         ("data", "archive_file"),
         ("data", "google_project"),
     ):
@@ -205,6 +211,18 @@ MISTAKES = [
         '${google_service_account.functions[each.key].email}"\n\n  condition',
         '${google_service_account.functions.email}"\n\n  condition',
         "has count or for_each, index it",
+    ),
+    (
+        "monitoring.tf",
+        '  metrics_scope = "locations/global/metricsScopes/${var.project_id}"',
+        '  metric_scope  = "locations/global/metricsScopes/${var.project_id}"',
+        "the required argument 'metrics_scope' is missing",
+    ),
+    (
+        "iam.tf",
+        "google_project_iam_custom_role.remediation_vm[each.key].id",
+        "google_project_iam_custom_role.remediation_vm[each.key].role",
+        "remediation_vm[each.key].role: no such attribute",
     ),
 ]
 
