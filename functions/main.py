@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -49,12 +50,19 @@ from loopbreaker.app.bootstrap import (
     build_remediator,
     build_responder,
 )
-from loopbreaker.errors import InvalidInput, TransientError
+from loopbreaker.errors import ConfigError, InvalidInput, TransientError
 from loopbreaker.settings.load import Runtime, Settings, load_settings
 from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.signals.envelope import UndecodableMessage, from_cloud_event
 
-SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
+try:
+    SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
+except ConfigError as _exc:
+    # A setting that cannot be used (a route file that does not parse, a bad duration):
+    # one structured line naming it, and the instance does not start. Never a traceback.
+    _line = {"severity": "CRITICAL", "message": f"loopbreaker cannot start: {_exc}"}
+    sys.stderr.write(json.dumps(_line) + "\n")
+    raise SystemExit(2) from None
 logs.configure(SETTINGS.log_level)
 
 _built: dict[Callable[[Settings], Any], Any] = {}

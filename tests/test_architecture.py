@@ -65,6 +65,8 @@ MAY_USE_SDK: dict[str, Sdk] = {
     "remediation.actuators": Sdk.LAZY,
     "remediation.queue": Sdk.LAZY,
     "settings.secrets": Sdk.LAZY,
+    # PyYAML, only when LOOPBREAKER_ROUTES is set.
+    "settings.routes": Sdk.LAZY,
     "responder": Sdk.LAZY,
     "app": Sdk.LAZY,
     "replay": Sdk.LAZY,

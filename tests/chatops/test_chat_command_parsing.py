@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from loopbreaker.app.chat_actions import Command, parse_command, parse_command_text
+from loopbreaker.app.clicks import Command, parse_command, parse_command_text
 from loopbreaker.approval.requests import Platform
 from loopbreaker.errors import ApprovalInvalid
 

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import chatkit as K
 import pytest
 
-from loopbreaker.app.chat_actions import ACTION_PARAMETER, Click, parse_google_chat, parse_slack
+from loopbreaker.app.clicks import ACTION_PARAMETER, Click, parse_google_chat, parse_slack
 from loopbreaker.approval.requests import APPROVE_ACTION, REJECT_ACTION, Platform
 from loopbreaker.errors import ApprovalInvalid
 

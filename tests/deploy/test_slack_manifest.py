@@ -76,7 +76,7 @@ def test_the_code_calls_slack_methods_the_scanner_finds() -> None:
 
 def slash_commands_handled() -> bool:
     """on_chat_action answers Slack slash commands (a form with a ``command`` field)."""
-    source = (LIBRARY / "app" / "chat_actions.py").read_text()
+    source = (LIBRARY / "app" / "clicks.py").read_text()
     return '"command" not in form' in source
 
 

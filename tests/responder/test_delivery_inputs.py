@@ -101,6 +101,11 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
         "LOOPBREAKER_PROMETHEUS_USERNAME": "loopbreaker",
         "LOOPBREAKER_PROMETHEUS_PASSWORD": "prom-pass-0123",
         "LOOPBREAKER_SETTLE_TIMES": "typo",
+        "LOOPBREAKER_PROJECTS": "ml-prod-1234, ml-team-prod",
+        "LOOPBREAKER_ROUTES": (
+            "routes:\n  - {name: team, match: {namespaces: [team-*]}, slack_channel: C0TEAM0001,"
+            " approvers: [U0TEAM0001]}\ndefault: {name: platform}\n"
+        ),
     }
     s = load_settings(env)
     assert str(s.store) == "sqlite:/tmp/x.sqlite" and s.project == "proj"
@@ -131,6 +136,9 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert chat.action_signing_key is not None and chat.approvals_enabled
     assert chat.approval_ttl == timedelta(minutes=45)
     assert chat.remediation_topic == "projects/proj/topics/remediation-requests"
+    assert s.projects == {"ml-prod-1234", "ml-team-prod"}
+    assert chat.routes is not None and [r.name for r in chat.routes.all()] == ["team", "platform"]
+    assert chat.routes.routes[0].approvers == {"U0TEAM0001"} and not chat.routes.default.approvers
     # Secret values never show in a repr (settings end up in logs and tracebacks).
     assert "xoxb" not in repr(s) and "0123456789abcdef" not in repr(s)
     assert "s3cret" not in repr(s) and "alert-token" not in repr(s)
@@ -157,8 +165,8 @@ def test_every_variable_is_parsed(tmp_path: Path) -> None:
     assert (prom.cluster_label, prom.username) == ("none", "loopbreaker")
     assert prom.password is not None and prom.password.get() == "prom-pass-0123"
     assert "prom-pass" not in repr(s)
-    # The bearer token excludes basic auth: tests/settings/test_prometheus_settings.py parses it. The old
-    # name of REPAIR_PATH excludes it: parsed below.
+    # The bearer token excludes basic auth: tests/settings/test_prometheus_settings.py parses
+    # it. The old name of REPAIR_PATH excludes it: parsed below.
     exclusive = {"LOOPBREAKER_PROMETHEUS_BEARER_TOKEN", "LOOPBREAKER_HOST_ACTION"}
     documented = {v.name for v in S.VARIABLES if "<" not in v.name}
     assert documented == {k for k in env if k != "LOOPBREAKER_SETTLE_TIMES"} | exclusive

@@ -224,6 +224,7 @@ def build_chat_actions(
         clock=now,
         signing_key=key.get().encode() if key is not None else None,
         approvers=chat.approvers,
+        routes=chat.routes,
         slack=(
             SlackVerifier(chat.slack_signing_secret.get(), now)
             if chat.slack_signing_secret is not None

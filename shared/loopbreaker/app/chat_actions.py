@@ -35,16 +35,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
-from urllib.parse import parse_qs
 
 from loopbreaker import incidents
+from loopbreaker.app.clicks import (
+    Click,
+    Command,
+    parse_command,
+    parse_google_chat,
+    parse_slack,
+    slack_response_url,
+)
 from loopbreaker.app.replies import Reply
 from loopbreaker.approval.requests import (
     APPROVE_ACTION,
-    CHAT_ACTIONS,
     Decision,
     Platform,
     is_approver,
@@ -64,13 +69,11 @@ from loopbreaker.errors import (
     Unauthenticated,
 )
 from loopbreaker.incidents import Incident
+from loopbreaker.incidents.routes import Routes
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.queue import RemediationQueue, publish_approved
-from loopbreaker.signals import decode
 
-#: The Google Chat event parameter that carries the signed action request.
-ACTION_PARAMETER = "action_request"
 #: Bodies larger than this are not a chat click (Slack's payloads are a few KiB).
 MAX_BODY_BYTES = 256 * 1024
 
@@ -85,21 +88,6 @@ class ClickReplies(Protocol):
     def ephemeral(self, url: str, text: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Click:
-    """A verified, parsed button click."""
-
-    platform: Platform
-    action: str
-    token: object
-    user: str
-    user_name: str | None = None
-    #: Identifies the message clicked (Slack ts, Chat message name), when known.
-    message: str | None = None
-    #: Slack's ``response_url`` of the interaction.
-    response_url: str | None = None
-
-
 class ChatActions:
     """The service behind ``on_chat_action``; every port comes in through the constructor."""
 
@@ -112,6 +100,7 @@ class ChatActions:
         clock: Callable[[], datetime],
         signing_key: bytes | None,
         approvers: frozenset[str],
+        routes: Routes | None = None,
         slack: SlackVerifier | None = None,
         google_chat: GoogleChatVerifier | None = None,
         slack_replies: ClickReplies | None = None,
@@ -123,6 +112,8 @@ class ChatActions:
         self.clock = clock
         self.signing_key = signing_key
         self.approvers = approvers
+        #: With routes, a click is checked against the approvers of the incident's route.
+        self.routes = routes
         self.slack = slack
         self.google_chat = google_chat
         self.slack_replies = slack_replies
@@ -200,7 +191,8 @@ class ChatActions:
         if self.signing_key is None:
             raise ApprovalInvalid("approvals are off: LOOPBREAKER_ACTION_SIGNING_KEY is not set")
         request = verify_token(click.token, self.signing_key, now)
-        if not is_approver(self.approvers, click.platform, click.user):
+        routes = self.routes
+        if routes is None and not is_approver(self.approvers, click.platform, click.user):
             raise NotAnApprover(
                 f"you are not an approver: {click.user_name or click.user} ({click.user}) is "
                 f"not in LOOPBREAKER_APPROVERS for {click.platform.value}"
@@ -217,6 +209,8 @@ class ChatActions:
 
         def change(current: Incident) -> Incident:
             _same_message(current, click)
+            if routes is not None:
+                _route_approver(routes, current, click)
             return incidents.decide(
                 current,
                 request,
@@ -378,7 +372,7 @@ class ChatActions:
         headers = {REFUSAL_HEADER: str(refused.status)}
         if platform is Platform.GOOGLE_CHAT:
             return Reply(200, {"text": text}, headers)
-        url = click.response_url if click else _slack_response_url(body)
+        url = click.response_url if click else slack_response_url(body)
         if url and self.slack_replies is not None:
             try:
                 self.slack_replies.ephemeral(url, text)
@@ -399,22 +393,6 @@ class RemediationPaused(ApprovalInvalid):
     http_status = 409
 
 
-#: The verbs of the pause command.
-COMMAND_VERBS = ("pause", "resume", "status")
-
-
-@dataclass(frozen=True)
-class Command:
-    """A verified platform's pause / resume / status command."""
-
-    platform: Platform
-    verb: str
-    user: str
-    user_name: str | None = None
-    reason: str = ""
-    until: str | None = None
-
-
 def _until(raw: str, now: datetime) -> datetime:
     from loopbreaker.settings.load import parse_duration
     from loopbreaker.timeutil import parse_rfc3339
@@ -431,66 +409,6 @@ def _until(raw: str, now: datetime) -> datetime:
         ) from exc
 
 
-def parse_command_text(platform: Platform, text: str, user: str, name: str | None) -> Command:
-    """``pause [until=2h] REASON`` | ``resume`` | ``status``."""
-    words = text.split()
-    if not words or words[0].lower() not in COMMAND_VERBS:
-        raise ApprovalInvalid(
-            "usage: /loopbreaker pause [until=2h] REASON | /loopbreaker resume | "
-            "/loopbreaker status"
-        )
-    verb, rest = words[0].lower(), words[1:]
-    until = None
-    if rest and rest[0].lower().startswith("until="):
-        until, rest = rest[0].split("=", 1)[1], rest[1:]
-    return Command(platform, verb, user, name, " ".join(rest), until)
-
-
-def parse_command(platform: Platform, body: bytes) -> Command | None:
-    """The pause command, if the verified body is one (a slash command); None otherwise."""
-    if platform is Platform.SLACK:
-        try:
-            form = parse_qs(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            return None
-        if "command" not in form or "payload" in form:
-            return None
-        user_id = (form.get("user_id") or [""])[0]
-        if not user_id:
-            raise ApprovalInvalid("Slack command names no user_id")
-        user_name = (form.get("user_name") or [""])[0] or None
-        return parse_command_text(platform, (form.get("text") or [""])[0], user_id, user_name)
-    try:
-        event_ = decode.loads(body, what="Google Chat event")
-    except decode.InvalidJson:
-        return None
-    if not isinstance(event_, Mapping) or event_.get("type") != "MESSAGE":
-        return None
-    message = event_.get("message")
-    if not isinstance(message, Mapping) or not isinstance(message.get("slashCommand"), Mapping):
-        return None
-    sender = event_.get("user")
-    email = sender.get("email") if isinstance(sender, Mapping) else None
-    if not isinstance(email, str) or not email:
-        raise ApprovalInvalid("Google Chat event names no user email")
-    display = sender.get("displayName") if isinstance(sender, Mapping) else None
-    text = message.get("argumentText")
-    return parse_command_text(
-        platform, text if isinstance(text, str) else "", email, str(display) if display else None
-    )
-
-
-def _slack_response_url(body: bytes) -> str | None:
-    """The response_url of a verified Slack body that did not parse as a click."""
-    try:
-        form = parse_qs(body.decode("utf-8"))
-        payload = decode.loads(form["payload"][0], what="Slack payload")
-    except (UnicodeDecodeError, ValueError, KeyError, IndexError, decode.InvalidJson):
-        return None
-    url = payload.get("response_url") if isinstance(payload, Mapping) else None
-    return url if isinstance(url, str) else None
-
-
 def _same_message(incident: Incident, click: Click) -> None:
     """A click must come from the incident's own message, whenever that one is known."""
     where = incident.chat or {}
@@ -502,95 +420,17 @@ def _same_message(incident: Incident, click: Click) -> None:
         )
 
 
-# --- payloads --------------------------------------------------------------------------
-
-
-def parse_slack(body: bytes) -> Click:
-    """A Slack ``block_actions`` interaction (form-encoded ``payload=<JSON>``)."""
-    try:
-        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ApprovalInvalid(f"Slack body is not a form: {exc}") from exc
-    raw = form.get("payload")
-    if not raw or len(raw) != 1:
-        raise ApprovalInvalid("Slack body has no single 'payload' field")
-    payload = _json_object(raw[0], "Slack payload")
-    if payload.get("type") != "block_actions":
-        kind = payload.get("type")
-        raise ApprovalInvalid(f"Slack interaction type {kind!r} is not block_actions")
-    actions = payload.get("actions")
-    if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], Mapping):
-        raise ApprovalInvalid("Slack payload must carry exactly one action")
-    action = actions[0]
-    action_id = action.get("action_id")
-    if not isinstance(action_id, str) or action_id not in CHAT_ACTIONS:
-        raise ApprovalInvalid(f"unknown action {action_id!r}")
-    user = payload.get("user")
-    user_id = user.get("id") if isinstance(user, Mapping) else None
-    if not isinstance(user_id, str) or not user_id:
-        raise ApprovalInvalid("Slack payload names no user")
-    name = user.get("username") or user.get("name") if isinstance(user, Mapping) else None
-    container = payload.get("container")
-    message_ts = container.get("message_ts") if isinstance(container, Mapping) else None
-    response_url = payload.get("response_url")
-    return Click(
-        platform=Platform.SLACK,
-        action=str(action_id),
-        token=action.get("value"),
-        user=user_id,
-        user_name=str(name) if name else None,
-        message=str(message_ts) if message_ts else None,
-        response_url=response_url if isinstance(response_url, str) else None,
-    )
-
-
-def parse_google_chat(body: bytes) -> Click:
-    """A Google Chat ``CARD_CLICKED`` event (``common`` or ``action`` parameters)."""
-    event_ = _json_object(body, "Google Chat event")
-    if event_.get("type") != "CARD_CLICKED":
-        raise ApprovalInvalid(f"Google Chat event type {event_.get('type')!r} is not CARD_CLICKED")
-    common = event_.get("common") if isinstance(event_.get("common"), Mapping) else {}
-    action = event_.get("action") if isinstance(event_.get("action"), Mapping) else {}
-    assert isinstance(common, Mapping) and isinstance(action, Mapping)
-    function = common.get("invokedFunction") or action.get("actionMethodName")
-    if not isinstance(function, str) or function not in CHAT_ACTIONS:
-        raise ApprovalInvalid(f"unknown action {function!r}")
-    parameters = {**_parameters(action.get("parameters")), **_parameters(common.get("parameters"))}
-    user = event_.get("user")
-    email = user.get("email") if isinstance(user, Mapping) else None
-    if not isinstance(email, str) or not email:
-        raise ApprovalInvalid("Google Chat event names no user email")
-    name = user.get("displayName") if isinstance(user, Mapping) else None
-    message = event_.get("message")
-    message_name = message.get("name") if isinstance(message, Mapping) else None
-    return Click(
-        platform=Platform.GOOGLE_CHAT,
-        action=str(function),
-        token=parameters.get(ACTION_PARAMETER),
-        user=email,
-        user_name=str(name) if name else None,
-        message=str(message_name) if message_name else None,
-    )
-
-
-def _parameters(value: object) -> dict[str, object]:
-    # Documented as a map; some payloads carry a [{key, value}] list: accept both.
-    if isinstance(value, Mapping):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, list):
-        return {
-            str(p["key"]): p.get("value")
-            for p in value
-            if isinstance(p, Mapping) and isinstance(p.get("key"), str)
-        }
-    return {}
-
-
-def _json_object(raw: str | bytes, what: str) -> Mapping[str, Any]:
-    try:
-        value = decode.loads(raw, what=what)
-    except decode.InvalidJson as exc:
-        raise ApprovalInvalid(exc.reason) from None
-    if not isinstance(value, Mapping):
-        raise ApprovalInvalid(f"{what} is not a JSON object")
-    return value
+def _route_approver(routes: Routes, incident: Incident, click: Click) -> None:
+    """With LOOPBREAKER_ROUTES, only the approvers of the incident's own route decide it."""
+    route = routes.route_of(incident)
+    if route is None:
+        raise NotAnApprover(
+            f"incident {incident.id} was routed to {incident.route}, which LOOPBREAKER_ROUTES "
+            "no longer names: nobody may approve it"
+        )
+    if not is_approver(route.approvers, click.platform, click.user):
+        who = click.user_name or click.user
+        raise NotAnApprover(
+            f"you are not an approver of route {route.name}: {who} ({click.user}) may not "
+            f"decide incident {incident.id} on {click.platform.value}"
+        )

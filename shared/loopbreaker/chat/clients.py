@@ -74,16 +74,18 @@ class SlackNotifier:
     ) -> Mapping[str, str] | None:
         message = slack_message(notification, self._permalink(notification))
         thread = slack_thread(where)
+        # A new message goes to the incident's route's channel, else the configured one.
+        channel = notification.destination or self.channel
         if thread is not None:
             try:
                 response = self._call("chat.update", channel=thread[0], ts=thread[1], **message)
             except _Gone:
-                response = self._call("chat.postMessage", channel=self.channel, **message)
+                response = self._call("chat.postMessage", channel=channel, **message)
         else:
-            response = self._call("chat.postMessage", channel=self.channel, **message)
+            response = self._call("chat.postMessage", channel=channel, **message)
         return {
             "platform": "slack",
-            "channel": str(response.get("channel") or (thread[0] if thread else self.channel)),
+            "channel": str(response.get("channel") or (thread[0] if thread else channel)),
             "ts": str(response.get("ts") or (thread[1] if thread else "")),
         }
 
@@ -189,14 +191,16 @@ class GoogleChatNotifier:
                 return _where(self._send("PATCH", url, body), where)
             except _Gone:
                 pass  # deleted in the space: post it again
-        assert self.space is not None
+        # A new message goes to the incident's route's space, else the configured one.
+        space = notification.destination or self.space
+        assert space is not None
         message_id = client_message_id(notification.incident_id)
-        url = f"{self.api_url}/v1/{self.space}/messages?messageId={message_id}"
+        url = f"{self.api_url}/v1/{space}/messages?messageId={message_id}"
         try:
             return _where(self._send("POST", url, body), where)
         except _Exists:
             # Posted before, but its name was not stored: update it under its client id.
-            url = f"{self.api_url}/v1/{self.space}/messages/{message_id}?updateMask=text,cardsV2"
+            url = f"{self.api_url}/v1/{space}/messages/{message_id}?updateMask=text,cardsV2"
             return _where(self._send("PATCH", url, body), where)
 
     def _send(self, method: str, url: str, body: Mapping[str, Any]) -> Mapping[str, Any]:

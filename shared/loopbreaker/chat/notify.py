@@ -25,6 +25,7 @@ from loopbreaker.chat.promise import button_words, repair_actions
 from loopbreaker.diagnosis import cost
 from loopbreaker.errors import TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State, Verdict
+from loopbreaker.incidents.routes import Route
 from loopbreaker.logs import event, get_logger
 from loopbreaker.model.diagnosis import Cost
 from loopbreaker.timeutil import format_rfc3339
@@ -97,11 +98,15 @@ class Notification:
     #: failure now (``incident``, ``title``) and where its message lives (``platform``,
     #: ``channel``/``ts`` or ``message``/``thread``), so a notifier can link to it.
     merged_into: Mapping[str, str] | None = None
+    #: The channel or space a new message goes to (the incident's route); None: the
+    #: notifier's own. Where a message goes is not what it says: not in the fingerprint.
+    destination: str | None = None
 
     @property
     def fingerprint(self) -> str:
         """Changes exactly when what a reader sees changes."""
         data = asdict(self)
+        del data["destination"]
         # Left out while empty, so messages posted before these existed keep their print.
         for name in ("banner", "verification", "merged_into"):
             if not data[name]:
@@ -142,13 +147,18 @@ def render(
     signing_key: bytes | None = None,
     approvals_off: str | None = None,
     pause: PauseRecord | None = None,
+    route: Route | None = None,
 ) -> Notification:
     """The message for an incident in its current state (pure).
 
     With ``signing_key``, an open approval request becomes signed Approve / Reject
     buttons; without one (``approvals_off`` says why) the message says approvals are off.
-    ``pause`` (the pause in force, if any) puts a banner on top.
+    ``pause`` (the pause in force, if any) puts a banner on top. ``route`` (with
+    ``LOOPBREAKER_ROUTES``) names the route, sends the message to its channel, and is who
+    may approve: a route without approvers gets no buttons.
     """
+    if route is not None and signing_key is not None and not route.approvers:
+        signing_key, approvals_off = None, f"route {route.name} names no approvers"
     key = incident.key
     where = f"{key.scope.value.replace('_', ' ')} {key.name}"
     if key.name.endswith("/"):
@@ -172,6 +182,9 @@ def render(
         "signals": str(incident.signal_count),
     }
     facts: list[tuple[str, str]] = [("Cluster", cluster)]
+    if route is not None:
+        facts.append(("Route", route.name))
+        fields["route"] = route.name
     if incident.workloads:
         facts.append(("Workload", _short(incident.workloads, 3)))
     elif incident.node_pools:
@@ -228,6 +241,31 @@ def render(
         remediation=_progress(incident),
         banner=pause_banner(pause) if pause else None,
         verification=verification_lines(incident),
+        destination=route.destination if route is not None else None,
+    )
+
+
+def render_moved(incident: Incident, route: Route, where: Mapping[str, str] | None) -> Notification:
+    """The old message of an incident a re-diagnosis moved to another route, replaced in
+    place: no verdict, no buttons, only where its message lives now (pure)."""
+    now = render(incident, route=route)
+    title = now.title.split("] ", 1)[-1]
+    note = (
+        f"Moved to route {route.name}: its message there states the verdict and asks for any "
+        "decision. Nothing is asked here."
+    )
+    target = {"incident": incident.id, "title": title, "label": f"Moved to route {route.name}"}
+    if where:
+        target.update({k: str(v) for k, v in where.items() if isinstance(v, str)})
+    return Notification(
+        incident_id=incident.id,
+        title=f"[moved] {title}: see route {route.name}",
+        text=note,
+        severity="INFO",
+        state="moved",
+        fields={"incident": incident.id, "state": "moved", "route": route.name},
+        approval_note=note,
+        merged_into=target,
     )
 
 

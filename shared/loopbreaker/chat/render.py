@@ -65,8 +65,9 @@ def slack_message(n: Notification, link: str | None = None) -> dict[str, Any]:
     if n.merged_into:
         held = n.merged_into.get("incident", "")
         title = n.merged_into.get("title", "")
+        label = n.merged_into.get("label", "Merged into")
         named = f"<{link}|{e(held)}>" if link else f"`{e(held)}`"
-        blocks.append(_section(f"*Merged into {named}*: {e(title)}"))
+        blocks.append(_section(f"*{e(label)} {named}*: {e(title)}"))
     if n.banner:
         blocks.append(_section(f":double_vertical_bar: *{e(n.banner)}*"))
     if n.verdict:
@@ -196,8 +197,9 @@ def google_chat_message(n: Notification) -> dict[str, Any]:
     if n.merged_into:
         held, title = n.merged_into.get("incident", ""), n.merged_into.get("title", "")
         name = n.merged_into.get("message")
+        label = n.merged_into.get("label", "Merged into")
         where = f" (message {h(name)})" if name else ""
-        widgets.append(_paragraph(f"<b>Merged into {h(held)}</b>{where}: {h(title)}"))
+        widgets.append(_paragraph(f"<b>{h(label)} {h(held)}</b>{where}: {h(title)}"))
     if n.banner:
         widgets.append(_paragraph(f"<b>⏸ {h(n.banner)}</b>"))
     if n.verdict:

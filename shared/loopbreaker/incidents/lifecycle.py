@@ -403,18 +403,36 @@ def rearm(incident: Incident, at: datetime) -> Incident | None:
 
 
 def mark_notified(
-    incident: Incident, fingerprint: str, chat: Mapping[str, str] | None = None
+    incident: Incident,
+    fingerprint: str,
+    chat: Mapping[str, str] | None = None,
+    *,
+    route: str | None = None,
+    at: datetime | None = None,
 ) -> Incident | None:
-    """The message went out; ``chat`` is where it lives now (kept when None)."""
+    """The message went out; ``chat`` is where it lives now (kept when None), ``route`` the
+    route it went to (kept when None). A change of route is written in the audit trail."""
     where = dict(chat) if chat else incident.chat
-    if incident.notified_fingerprint == fingerprint and where == incident.chat:
+    routed = route or incident.route
+    if (
+        incident.notified_fingerprint == fingerprint
+        and where == incident.chat
+        and routed == incident.route
+    ):
         return None
+    if incident.route is not None and routed != incident.route:
+        note = f"moved from route {incident.route} to route {routed}"
+        moment = at or incident.updated_at
+        incident = append_audit(
+            incident, AuditEvent(moment, "loopbreaker", incident.state, incident.state, note)
+        )
     return replace(
         incident,
         notified_fingerprint=fingerprint,
         notifications=incident.notifications + 1,
         revision=incident.revision + 1,
         chat=where,
+        route=routed,
     )
 
 

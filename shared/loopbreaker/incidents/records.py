@@ -357,6 +357,8 @@ class Incident:
     linked: tuple[str, ...] = ()
     #: The outcome check after ``remediated`` (see :data:`Verdict`).
     verification: VerificationRecord | None = None
+    #: The route its message went to (``LOOPBREAKER_ROUTES``), decided at its first post.
+    route: str | None = None
 
     @property
     def final(self) -> bool:
@@ -417,6 +419,7 @@ class Incident:
             "linked_to": self.linked_to,
             "linked": list(self.linked),
             "verification": self.verification.to_dict() if self.verification else None,
+            "route": self.route,
         }
 
     @classmethod
@@ -478,6 +481,7 @@ class Incident:
                 if data.get("verification")
                 else None
             ),
+            route=data.get("route"),
         )
 
 

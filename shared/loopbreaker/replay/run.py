@@ -94,6 +94,9 @@ class Summary:
     unresolved_pods: int = 0
     #: Files of the directories given that are not log files, not read.
     skipped: list[str] = field(default_factory=list)
+    #: Entries of projects outside LOOPBREAKER_PROJECTS (acknowledged, nothing more), by
+    #: project.
+    foreign_projects: dict[str, int] = field(default_factory=dict)
 
     def reject(self, index: int, source: str, reason: str, message_id: str | None) -> None:
         self.rejected_total += 1
@@ -121,6 +124,7 @@ class Summary:
             "store": self.store,
             "unresolved_pods": self.unresolved_pods,
             "skipped": self.skipped,
+            "foreign_projects": dict(sorted(self.foreign_projects.items())),
         }
 
 
@@ -148,6 +152,7 @@ def incident_summary(incident: Incident) -> dict[str, Any]:
         "notifications": incident.notifications,
         "expires_at": format_rfc3339(incident.expires_at) if incident.expires_at else None,
         "approval": incident.approval.to_dict() if incident.approval else None,
+        "route": incident.route,
     }
 
 
@@ -382,6 +387,11 @@ def _feed_one(responder: Responder, record: Record, summary: Summary) -> None:
         # ``ignored`` says how many of the accepted ones were of that sort.
         summary.accepted += 1
         summary.ignored += 1
+    elif outcome.status is Status.FOREIGN:
+        # Acknowledged like any valid entry, and counted apart: not ours to act on.
+        summary.accepted += 1
+        project = outcome.project or "?"
+        summary.foreign_projects[project] = summary.foreign_projects.get(project, 0) + 1
     else:
         summary.reject(index, source, outcome.reason or "rejected", outcome.message_id)
 
@@ -408,6 +418,12 @@ def to_text(summary: Summary) -> str:
         lines.append(
             f"Skipped {len(summary.skipped)} file(s) that are not log files "
             f"({', '.join(LOG_SUFFIXES)}): {names}{rest}."
+        )
+    if summary.foreign_projects:
+        named = ", ".join(f"{p} ({n})" for p, n in sorted(summary.foreign_projects.items()))
+        lines.append(
+            f"{sum(summary.foreign_projects.values())} accepted entr(ies) came from projects "
+            f"outside LOOPBREAKER_PROJECTS and were not acted on: {named}."
         )
     if summary.unresolved_pods:
         lines.append(

@@ -69,6 +69,9 @@ class Ingesting(ResponderState):
         rule (here, or in a replay's reader process): ignored, and remembered. Most of a
         job's log lines are such entries: they cost no Signal."""
         kind = SignalKind.UNRECOGNIZED.value
+        served = self.settings.projects
+        if served and where.project and where.project not in served:
+            return self._foreign(message_id, kind, where.project, where.cluster, where.node)
         return self._unkeyed(message_id, entry_id, kind, where.cluster, where.node, insert_id)
 
     def handle_alert(self, alert: AlertSignal, message_id: str | None = None) -> Outcome:
@@ -99,6 +102,10 @@ class Ingesting(ResponderState):
         fallback_time: str | None = None,
         join_only: bool = False,
     ) -> Outcome:
+        served = self.settings.projects
+        if served and signal.project and signal.project not in served:
+            kind = signal.kind.value
+            return self._foreign(message_id, kind, signal.project, signal.cluster, signal.node)
         now = self.clock()
         signal = self.pod_workloads.resolve(signal)
         # A Kubeflow restart alert names its namespace, not the job: the namespace's incident.
@@ -152,6 +159,31 @@ class Ingesting(ResponderState):
             created=result.created,
             kind=signal.kind.value,
         )
+
+    def _foreign(
+        self,
+        message_id: str | None,
+        kind: str,
+        project: str,
+        cluster: str | None,
+        node: str | None,
+    ) -> Outcome:
+        """An entry of a project the responder does not serve (a folder or organization sink
+        catches more than intended): no incident, no action; counted and named apart."""
+        self._count(Status.FOREIGN)
+        reason = f"project {project} is not in LOOPBREAKER_PROJECTS"
+        if self._log.isEnabledFor(logging.INFO):
+            event(
+                self._log,
+                logging.INFO,
+                f"ignored {kind} from project {project}: not served",
+                labels={"message_id": message_id, "cluster": cluster, "node": node},
+                event="entry_foreign_project",
+                kind=kind,
+                project=project,
+                reason=reason,
+            )
+        return Outcome(Status.FOREIGN, message_id, kind=kind, reason=reason, project=project)
 
     def _unkeyed(
         self,

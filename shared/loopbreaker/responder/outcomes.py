@@ -26,6 +26,8 @@ class Status(StrEnum):
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
     IGNORED = "ignored"
+    #: From a project outside LOOPBREAKER_PROJECTS: acknowledged, and nothing more.
+    FOREIGN = "foreign_project"
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class Outcome:
     created: bool = False
     kind: str | None = None
     reason: str | None = None
+    #: The project of an entry from outside LOOPBREAKER_PROJECTS.
+    project: str | None = None
 
 
 @dataclass
@@ -88,7 +92,9 @@ class Approvals:
         chat = settings.chatops
         if chat.action_signing_key is None:
             return cls(None, "LOOPBREAKER_ACTION_SIGNING_KEY is not set")
-        if not chat.approvers:
+        if chat.routes is not None and not chat.routes.any_approvers:
+            return cls(None, "no route in LOOPBREAKER_ROUTES names approvers")
+        if chat.routes is None and not chat.approvers:
             return cls(None, "LOOPBREAKER_APPROVERS is empty")
         return cls(chat.action_signing_key.get().encode(), None)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,7 +25,7 @@ from loopbreaker import incidents
 from loopbreaker.errors import LoopbreakerError, SourceUnavailable
 from loopbreaker.incidents.store import IncidentStore
 from loopbreaker.logs import get_logger
-from loopbreaker.model import PodInfo, Signal, SignalKind
+from loopbreaker.model import Evidence, PodInfo, Signal, SignalKind
 from loopbreaker.signals.labels import workload_candidates
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ DEFAULT_CACHE_SIZE = 4096
 DEFAULT_RELIST_AFTER = 30.0
 
 Owner = tuple[str, str | None]  # (workload, workload kind)
+Owned = tuple[str, str]  # (namespace, workload)
 
 
 class PodDirectory(Protocol):
@@ -151,6 +152,35 @@ class PodWorkloads:
         self._log = get_logger("pod_owners")
         #: How each signal was resolved: ``store``, ``directory``, ``cached``, ``unresolved``.
         self.counts: dict[str, int] = {}
+
+    def owner_of_failure(self, signals: Iterable[Signal], evidence: Evidence) -> Owned | None:
+        """``(namespace, workload)`` of the one workload whose pods the failure's signals name
+        by uid only (a kernel OOM kill names its pod's memory cgroup, not the pod), when the
+        evidence names those pods (kube-state-metrics' ``uid`` label, pods.json) and the
+        incidents or the pods confirm their workload; None when none or several.
+
+        A restart loop replaces the killed pods, so a listing taken later no longer has
+        them: the metrics of the window are what remember them."""
+        pods: dict[str, tuple[str, str]] = {}
+        for pod in evidence.pods or ():
+            if pod.uid and pod.namespace:
+                pods[pod.uid] = (pod.namespace, pod.name)
+        for series in (*(evidence.pod_reasons or ()), *(evidence.pod_info or ())):
+            labels = series.labels
+            name = labels.get("pod") or labels.get("pod_name")
+            uid, namespace = labels.get("uid"), labels.get("namespace")
+            if uid and name and namespace:
+                pods.setdefault(uid, (namespace, name))
+        owners: set[Owned] = set()
+        for signal in signals:
+            if signal.pod or not signal.pod_uid or signal.pod_uid not in pods:
+                continue
+            namespace, name = pods[signal.pod_uid]
+            named = dataclasses.replace(signal, pod=name, namespace=namespace, workload=None)
+            resolved = self.resolve(named)
+            if resolved.workload:
+                owners.add((namespace, resolved.workload))
+        return owners.pop() if len(owners) == 1 else None
 
     def resolve(self, signal: Signal) -> Signal:
         """``signal`` with its pod's workload, when something confirms one."""

@@ -70,6 +70,10 @@ class ResponderState:
         self._notifier_misconfigured = False
         #: The pause in force when this settle began (for the message banner).
         self._pause: PauseRecord | None = None
+        #: Incidents diagnosed in the current settle pass, and the workload a node-pool
+        #: incident's failure belongs to: what routing may look at again (settle._route).
+        self._diagnosed: set[str] = set()
+        self._owners: dict[str, tuple[str, str]] = {}
         self._log = logger or get_logger("responder")
         #: The level of the one line per rejected delivery: ERROR in the functions (an
         #: alert watches it); a replay lists its rejections in the summary instead.

@@ -15,6 +15,8 @@ from loopbreaker.chat import notify
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.errors import ConfigError, InvalidInput, TransientError
 from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Verdict
+from loopbreaker.incidents.routes import Route, RouteFacts
+from loopbreaker.incidents.routes import facts_of as routes_facts
 from loopbreaker.logs import event
 from loopbreaker.model import Context, Diagnosis, Evidence, HostFailureRecord, Signal, SignalKind
 from loopbreaker.remediation.queue import publish_approved
@@ -44,6 +46,7 @@ class Settling(ResponderState):
         now = now or self.clock()
         report = SettleReport()
         self._pause = self.store.current_pause(now)
+        self._diagnosed, self._owners = set(), {}
         batch = self.settings.settle_batch
         for incident_id in self.store.expiring(now, batch):
             work = partial(self._expire_one, incident_id, now, report)
@@ -148,6 +151,7 @@ class Settling(ResponderState):
         names = incidents.lookup_names(incident, signals)
         names.update(n.physical_host for n in evidence.nodes or () if n.physical_host)
         history = self.store.host_history(names, exclude_incident=incident_id)
+        history = self._own_project(history, incident)
         evidence = merge_evidence(evidence, signals, history)
         extra: Mapping[str, Any] = {}
         if by_namespace:
@@ -165,6 +169,11 @@ class Settling(ResponderState):
             diagnosis, extra = found.diagnosis, found.document
         else:
             diagnosis = self._diagnose(context, evidence)
+        self._diagnosed.add(incident_id)
+        if self.settings.chatops.routes is not None and context.namespace is None:
+            owner = self.pod_workloads.owner_of_failure(signals, evidence)
+            if owner is not None:
+                self._owners[incident_id] = owner
         choice = choose_target(
             diagnosis,
             signals,
@@ -270,6 +279,7 @@ class Settling(ResponderState):
         return False
 
     def _notify(self, incident: Incident, report: SettleReport) -> None:
+        route = None
         if incident.linked_to is not None:
             if incident.notified_fingerprint is None:
                 return  # never posted: the incident it is linked to carries the one message
@@ -277,16 +287,26 @@ class Settling(ResponderState):
             # to the holder's, so it states no verdict and asks for nothing any more.
             message = notify.render_merged(incident, self.store.get(incident.linked_to))
         else:
+            route = self._route(incident)
             message = notify.render(
                 incident,
                 signing_key=self.approvals.signing_key,
                 approvals_off=self.approvals.off_reason,
                 pause=self._pause,
+                route=route,
             )
-        if message.fingerprint == incident.notified_fingerprint:
+        moving = (
+            route is not None
+            and incident.route is not None
+            and route.name != incident.route
+            and incident.chat is not None
+        )
+        if message.fingerprint == incident.notified_fingerprint and not moving:
             return
         try:
-            where = self.notifier.post(message, incident.chat)
+            # A move posts in the new route's channel first; the old message is pointed
+            # there only once the new one is stored, so a retry never posts it twice.
+            where = self.notifier.post(message, None if moving else incident.chat)
         except TransientError:
             # Keep the incident due, so a later settle notifies again (the diagnosis is
             # stored either way; only the message is missing). A live incident is then
@@ -308,11 +328,84 @@ class Settling(ResponderState):
                 )
             report.failed.append({"incident_id": incident.id, "reason": str(exc)})
             return
+        name = route.name if route is not None else None
+        now = self.clock()
         self.store.update(
-            incident.id, lambda i: incidents.mark_notified(i, message.fingerprint, where)
+            incident.id,
+            lambda i: incidents.mark_notified(i, message.fingerprint, where, route=name, at=now),
         )
         report.notified.append(incident.id)
         self._count("notified")
+        if moving and route is not None:
+            self._point_old_message(incident, route, where)
+
+    def _own_project(
+        self, history: list[HostFailureRecord], incident: Incident
+    ) -> list[HostFailureRecord]:
+        """One project's evidence never joins another's verdict: a host's failures that
+        incidents of another project remember are left out (a physical host may run VMs of
+        several projects). A record whose incident is gone is kept, as before projects."""
+        projects: dict[str, str | None] = {}
+        kept = []
+        for record in history:
+            other = record.incident_id
+            if other is not None and other not in projects:
+                found = self.store.get(other)
+                projects[other] = found.key.project if found is not None else incident.key.project
+            if other is None or projects[other] == incident.key.project:
+                kept.append(record)
+        return kept
+
+    def _route(self, incident: Incident) -> Route | None:
+        """The incident's route: chosen at its first post from what it says then; chosen
+        again only when it was just diagnosed, so a re-diagnosis whose cause another route
+        owns moves it there once, and a later post keeps it where it is."""
+        routes = self.settings.chatops.routes
+        if routes is None:
+            return None
+        if incident.route is not None and incident.id not in self._diagnosed:
+            kept = routes.named(incident.route)
+            if kept is not None:
+                return kept
+        return routes.choose(self._route_facts(incident))
+
+    def _route_facts(self, incident: Incident) -> RouteFacts:
+        """What routes match on: the incident's own facts, and for a node-pool incident the
+        one workload whose pods its failure names (found at its diagnosis in this pass)."""
+        facts = routes_facts(incident)
+        owner = self._owners.get(incident.id)
+        if facts.namespace is not None or owner is None:
+            return facts
+        namespace, workload = owner
+        return replace(facts, namespace=namespace, workload=workload)
+
+    def _point_old_message(
+        self, incident: Incident, route: Route, where: Mapping[str, str] | None
+    ) -> None:
+        """Replace the message in the old route's channel by a pointer to the new one."""
+        try:
+            self.notifier.post(notify.render_moved(incident, route, where), incident.chat)
+        except (TransientError, ConfigError) as exc:
+            # The new message is out and stored; the old one only keeps its last words.
+            event(
+                self._log,
+                logging.WARNING,
+                f"incident {incident.id} moved to route {route.name}; its old message was "
+                f"not updated: {exc}",
+                labels=incident.labels(),
+                event="route_pointer_failed",
+                reason=str(exc),
+            )
+            return
+        event(
+            self._log,
+            logging.INFO,
+            f"incident {incident.id} moved from route {incident.route} to {route.name}",
+            labels=incident.labels(),
+            event="incident_rerouted",
+            route=route.name,
+            previous_route=incident.route,
+        )
 
     def _publish_pending(self, now: datetime, report: SettleReport) -> None:
         """Publish approvals whose chat action could not (the outbox of on_chat_action).

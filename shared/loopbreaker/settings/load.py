@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -80,6 +81,7 @@ from loopbreaker.settings.parse import (
     url,
     workload_kind,
 )
+from loopbreaker.settings.routes import parse_routes
 from loopbreaker.settings.table import VARIABLES, Variable, markdown_table
 
 __all__ = [
@@ -223,6 +225,7 @@ def load_settings(
         log_level=log_level,
         workload_kind=workload_kind(get("WORKLOAD_KIND")),
         alert_cluster=get("ALERT_CLUSTER"),
+        projects=_projects(get("PROJECTS")),
         unknown=tuple(sorted(k for k in environ if k.startswith(PREFIX) and k not in known)),
     )
 
@@ -263,6 +266,11 @@ def _chatops(get: Getter, project: str | None, notifier: NotifierSpec) -> ChatOp
         alert_webhook_token=secret(get, "ALERT_WEBHOOK_TOKEN"),
         alert_webhook_basic_auth=secret(get, "ALERT_WEBHOOK_BASIC_AUTH"),
     )
+    raw_routes = get("ROUTES")
+    if raw_routes is not None:
+        webhook_mode = chat.google_chat_webhook_url is not None
+        routes = parse_routes(raw_routes, notifier=notifier.kind, chat_webhook=webhook_mode)
+        chat = replace(chat, routes=routes)
     basic = chat.alert_webhook_basic_auth
     if basic is not None and basic.value is not None and ":" not in basic.value:
         raise ConfigError(f"{PREFIX}ALERT_WEBHOOK_BASIC_AUTH: expected user:password")
@@ -284,6 +292,19 @@ def _chatops(get: Getter, project: str | None, notifier: NotifierSpec) -> ChatOp
             f"and {PREFIX}GOOGLE_CHAT_SPACE"
         )
     return chat
+
+
+#: A Google Cloud project id: 6 to 30 lowercase letters, digits and hyphens.
+_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+def _projects(raw: str | None) -> frozenset[str]:
+    """``LOOPBREAKER_PROJECTS``: comma-separated project ids; empty: every project."""
+    found = frozenset(p.strip() for p in (raw or "").split(",") if p.strip())
+    bad = sorted(p for p in found if not _PROJECT_ID.match(p))
+    if bad:
+        raise ConfigError(f"{PREFIX}PROJECTS: {bad[0]!r} is not a project id")
+    return found
 
 
 #: ``LOOPBREAKER_HOST_ACTION``, the setting ``LOOPBREAKER_REPAIR_PATH`` replaces.

@@ -20,6 +20,7 @@ from loopbreaker.incidents.records import (
     DEFAULT_SETTLE_TIME,
     DEFAULT_STALE_AFTER,
 )
+from loopbreaker.incidents.routes import Routes
 from loopbreaker.model import WorkloadKind
 from loopbreaker.remediation.rules import RemediationPolicy
 
@@ -125,11 +126,16 @@ class ChatOps:
     #: What ``on_alertmanager_webhook`` accepts: a bearer token, ``user:password``, or both.
     alert_webhook_token: Secret | None = None
     alert_webhook_basic_auth: Secret | None = None
+    #: LOOPBREAKER_ROUTES: where each incident's messages go and who approves its repair.
+    #: None: one channel, and LOOPBREAKER_APPROVERS for every incident.
+    routes: Routes | None = None
 
     @property
     def approvals_enabled(self) -> bool:
         """Buttons are shown only when clicks can be verified and someone may click."""
-        return self.action_signing_key is not None and bool(self.approvers)
+        if self.action_signing_key is None:
+            return False
+        return self.routes.any_approvers if self.routes is not None else bool(self.approvers)
 
     def secrets(self) -> dict[str, Secret]:
         """Every secret setting that is set, by field name."""
@@ -208,5 +214,8 @@ class Settings:
     workload_kind: WorkloadKind = WorkloadKind.JOBSET
     #: The cluster of alerts that carry no ``cluster`` label (one Prometheus per cluster).
     alert_cluster: str | None = None
+    #: LOOPBREAKER_PROJECTS: the projects served; an entry from any other opens nothing.
+    #: Empty: every project the sinks deliver.
+    projects: frozenset[str] = frozenset()
     #: ``LOOPBREAKER_*`` names that are set but unknown (typos); logged at start-up.
     unknown: tuple[str, ...] = ()

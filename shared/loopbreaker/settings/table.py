@@ -48,6 +48,13 @@ VARIABLES: tuple[Variable, ...] = (
         "Project of the Firestore database, and of incident keys whose entry names none.",
     ),
     Variable(
+        "LOOPBREAKER_PROJECTS",
+        "none: every project the sinks deliver",
+        "Comma-separated projects the responder serves; an entry from any other project "
+        "opens no incident and takes no action, and is counted and logged apart "
+        "([fleet.md](fleet.md)).",
+    ),
+    Variable(
         "LOOPBREAKER_FIRESTORE_DATABASE",
         f"`{DEFAULT_FIRESTORE_DATABASE}`",
         "Firestore database id.",
@@ -314,7 +321,16 @@ VARIABLES: tuple[Variable, ...] = (
         "none",
         "Comma-separated Slack user ids and/or Google Chat emails who may approve or reject "
         "(`slack:` / `google-chat:` may say which); a Slack click matches only user ids, a "
-        "Chat click only emails. None: approvals are off.",
+        "Chat click only emails. None: approvals are off. With `LOOPBREAKER_ROUTES`, each "
+        "route's `approvers` replace this list for its incidents; this list still pauses "
+        "and resumes remediation.",
+    ),
+    Variable(
+        "LOOPBREAKER_ROUTES",
+        "none: one channel for every incident",
+        "A route file (its path, or the YAML itself): which channel hears about each incident "
+        "and who may approve its repair, by project, cluster, namespace, workload and root "
+        "cause ([fleet.md](fleet.md)). A file that cannot be used stops the start.",
     ),
     Variable(
         "LOOPBREAKER_ACTION_SIGNING_KEY",

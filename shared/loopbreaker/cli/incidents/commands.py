@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--since", default="30d", metavar="DURATION", help="how far back (default: 30d)"
     )
     store_option(report)
+    report.add_argument(
+        "--route", metavar="NAME", help="only incidents routed to this route (LOOPBREAKER_ROUTES)"
+    )
     report.add_argument("--format", choices=("text", "json"), default="text")
     report.set_defaults(handler=run_report)
 
@@ -119,7 +122,8 @@ def run_list(args: argparse.Namespace) -> int:
         decided = ""
         if i.approval:
             decided = f"  {i.approval.decision.value} by {i.approval.actor}"
-        print(f"{i.id}  {i.state.value:<17}  {verdict}  {i.key}{decided}")
+        route = f"  route {i.route}" if i.route else ""
+        print(f"{i.id}  {i.state.value:<17}  {verdict}  {i.key}{route}{decided}")
     return 0
 
 
@@ -146,6 +150,7 @@ def to_text(incident: Incident) -> str:
         f"Incident {v['id']}: {v['state']}",
         f"  key:      {v['key']}",
         f"  cluster:  {v['cluster'] or '-'}",
+        f"  route:    {v['route'] or '-'}",
         f"  signals:  {v['signal_count']} ({counts})",
         f"  events:   {v['first_event']} .. {v['last_event']}",
     ]

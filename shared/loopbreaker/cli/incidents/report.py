@@ -183,6 +183,8 @@ def report_text(figures: dict[str, Any]) -> str:
         "",
         "By root cause and state:",
     ]
+    if figures.get("route"):
+        lines.insert(1, f"Route: {figures['route']} (incidents routed there only)")
     for cause, states in figures["by_root_cause"].items():
         shown = ", ".join(f"{n} {state}" for state, n in states.items())
         lines.append(f"  {cause:<24} {shown}")
@@ -232,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, settings, again="loopbreaker incidents report")
     try:
         found = store.list_incidents(limit=REPORT_LIMIT)
+        if args.route:
+            found = [i for i in found if i.route == args.route]
         chosen = [i for i in found if since <= i.opened_at <= now]
         pauses = store.pauses(since)
         names: set[str] = set()
@@ -250,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     figures = report_figures(found, pauses, history, since=since, now=now, triggers=triggers)
+    figures["route"] = args.route
     event(
         get_logger("report"),
         logging.INFO,
