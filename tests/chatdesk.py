@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import chatkit as K
 from fakes import FakeClock, FakeNotifier, FakeQueue, FakeStore
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from google.auth.transport.requests import Request as GoogleRequest
 
 from loopbreaker.app.chat_actions import ChatActions

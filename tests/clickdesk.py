@@ -14,7 +14,7 @@ from typing import Any
 
 import chatkit as K
 from fakes import FakeClock, FakeNotifier, FakeQueue
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from fakeservers.slack import SlackServer
 from google.auth.transport.requests import Request as GoogleRequest
 

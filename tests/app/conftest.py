@@ -9,7 +9,7 @@ from pathlib import Path
 import chatkit as K
 import pytest
 from clickdesk import Desk, make_desk
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from fakeservers.slack import SlackServer
 
 from loopbreaker.incidents import Incident

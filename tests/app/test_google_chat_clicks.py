@@ -17,7 +17,7 @@ from typing import Any
 import chatkit as K
 import pytest
 from clickdesk import Desk, make_desk
-from fakeservers.google_certs import CertsServer, SigningKey
+from fakeservers.certs import CertsServer, SigningKey
 from fakeservers.slack import SlackServer
 
 from loopbreaker.app.chat_actions import REFUSAL_HEADER

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import chatkit as K
 import pytest
 from fakes import FakeClock, FakeNotifier, FakeQueue
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from google.auth.transport.requests import Request as GoogleRequest
 
 from loopbreaker.app.bootstrap import build_chat_actions

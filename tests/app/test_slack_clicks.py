@@ -18,7 +18,7 @@ from typing import Any
 import chatkit as K
 import pytest
 from clickdesk import Desk, make_desk
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from fakeservers.slack import SlackServer
 
 from loopbreaker import incidents

@@ -2,7 +2,7 @@
 the certificates come through, and what each refusal says.
 
 Tokens are RS256 JWTs signed with a key whose certificate a local server publishes the way
-Google publishes Chat's (tests/fakeservers/google_certs.py), and google-auth verifies them
+Google publishes Chat's (tests/fakeservers/certs.py), and google-auth verifies them
 for real. Headers come lowercased, as ``ChatActions.handle`` passes them on.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from google.auth import jwt
 from google.auth.transport.requests import Request as GoogleRequest
 

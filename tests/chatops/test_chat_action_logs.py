@@ -20,7 +20,7 @@ import chatdesk as D
 import chatkit as K
 import pytest
 from fakes import FakeNotifier, FakeQueue, FakeStore
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 
 from loopbreaker.app.chat_actions import ChatActions
 from loopbreaker.approval.requests import REJECT_ACTION

@@ -17,7 +17,7 @@ import chatdesk as D
 import chatkit as K
 import pytest
 from fakes import FakeStore
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 
 from loopbreaker.app.chat_actions import REFUSAL_HEADER
 from loopbreaker.approval.requests import REJECT_ACTION

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 import chatdesk as D
 import pytest
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 
 from loopbreaker.app.chat_actions import REFUSAL_HEADER
 from loopbreaker.timeutil import parse_rfc3339

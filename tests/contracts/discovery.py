@@ -16,7 +16,7 @@ method has no ``flatPath``), the most specific template winning; then:
   ("System Parameters", cloud.google.com/apis/docs/system-parameters); the values of a
   ``google-fieldmask`` parameter (``updateMask``) must name fields of the request schema;
   ``required`` query parameters must be there;
-* the body: against ``request.$ref`` (:class:`contracts.discovery_schema.SchemaWalker`); no
+* the body: against ``request.$ref`` (:class:`contracts.schemas.SchemaWalker`); no
   body where the method takes none;
 * the response: ``response.$ref`` for a 2xx (an empty body where the method has no
   response); for a status >= 400, Google's JSON error format, loosely: ``error.code`` (the
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from contracts import Violation, json_body
-from contracts.discovery_schema import Found, SchemaWalker, description_flags, uuid_problem
+from contracts.schemas import Found, SchemaWalker, description_flags, uuid_problem
 
 if TYPE_CHECKING:
     from fakeservers.base import Request, Response

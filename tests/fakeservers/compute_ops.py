@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.discovery import compute_v1, document
-from contracts.discovery_schema import flags_of
+from contracts.schemas import flags_of
 
 from .base import Request, Response
 from .google import GoogleApiServer, compute_defaults

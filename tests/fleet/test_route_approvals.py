@@ -16,7 +16,7 @@ from typing import Any
 
 import chatkit as K
 import pytest
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from fakeservers.slack import SlackServer
 
 from loopbreaker.app.chat_actions import REFUSAL_HEADER

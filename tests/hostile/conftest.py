@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import chatkit as K
 import pytest
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from harness.functions import start_function
 
 from hostile.servers import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fakeservers.google_certs import CertsServer
+from fakeservers.certs import CertsServer
 from harness.functions import FunctionServer
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st

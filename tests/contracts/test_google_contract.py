@@ -13,7 +13,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1 as gce
 
 from contracts.discovery import Violation, chat_v1, compute_v1
-from contracts.discovery_schema import description_flags
+from contracts.schemas import description_flags
 
 PROJECT, ZONE, VM = "customer-ai-project-123", "us-east5-a", "gke-a3-pool-7f2c-x1"
 INSTANCE = f"/compute/v1/projects/{PROJECT}/zones/{ZONE}/instances/{VM}"
