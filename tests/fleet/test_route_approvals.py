@@ -9,8 +9,8 @@ import json
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +173,15 @@ def test_an_approver_of_the_incidents_route_approves_and_one_request_is_publishe
     else:
         status, body, headers = chat_click(lab, certs, ONCALL_EMAIL)
     assert status == 200 and REFUSAL_HEADER not in headers, body
+    if platform == "google-chat":
+        # The card Chat shows in place of the clicked one still names the route.
+        facts = [
+            w["decoratedText"]
+            for s in body["cardsV2"][0]["card"]["sections"]
+            for w in s["widgets"]
+            if "decoratedText" in w
+        ]
+        assert {"topLabel": "Route", "text": "platform"} in facts
     after = stored(lab)
     assert after.state is State.APPROVED and after.approval is not None
     [request] = published(lab)
@@ -197,3 +206,39 @@ def test_a_route_without_approvers_shows_no_buttons_and_says_why(
         card.approval_note is not None and "route platform names no approvers" in card.approval_note
     )
     assert ("Route", "platform") in card.facts
+
+
+def test_the_remediation_thread_keeps_the_incidents_route(tmp_path: Path) -> None:
+    import remedkit as R
+    from fakes import FakeClock
+    from google.auth.credentials import AnonymousCredentials
+
+    from loopbreaker.app.bootstrap import build_actuators, build_remediator
+    from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
+    from loopbreaker.remediation.rules import RemediationPolicy
+
+    approved, request = R.approve_faulty(tmp_path / "incidents.sqlite", LOOPBREAKER_ROUTES=ROUTES)
+    assert approved.route == "platform"
+    assert approved.approval is not None
+    clock = FakeClock(approved.approval.at + timedelta(minutes=1))
+    with R.lab(tmp_path / "incidents.sqlite", clock, tmp_path) as lab:
+        settings = load_settings({**K.CHAT_ENV, "LOOPBREAKER_ROUTES": ROUTES})
+        remediation = replace(
+            settings.remediation,
+            policy=RemediationPolicy(),  # the dry run: the plan is posted, nothing is changed
+            kubeconfig=lab.kubeconfig,
+            compute_endpoint=lab.compute.url,
+        )
+        settings = replace(settings, remediation=remediation)
+        credentials = GoogleCredentials(AnonymousCredentials())
+        remediator = build_remediator(
+            settings,
+            store=lab.store,
+            notifier=lab.notifier,
+            clock=clock,
+            actuators=build_actuators(settings, credentials),
+            sleep=lab.sleep,
+        )
+        R.handle_until_done(remediator, request)
+        posted = lab.notifier.messages[approved.id]
+    assert ("Route", "platform") in posted.facts and posted.remediation

@@ -304,6 +304,7 @@ def build_remediator(
         sleep=sleep,
         verify_window=settings.verify_window,
         verify_every=settings.verify_every,
+        routes=settings.chatops.routes,
     )
 
 

@@ -262,7 +262,8 @@ class ChatActions:
         published = None
         if decision is Decision.APPROVED:
             published, incident = publish_approved(self.store, self.queue, incident, now, self._log)
-        message = notify.render(incident)
+        route = self.routes.route_of(incident) if self.routes is not None else None
+        message = notify.render(incident, route=route)
         reply: dict[str, Any] = {
             "text": message.approval_note or f"incident {incident.id} {decision.value}",
             "incident_id": incident.id,

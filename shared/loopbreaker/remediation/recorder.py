@@ -23,6 +23,7 @@ from loopbreaker.chat.notify import Notifier
 from loopbreaker.errors import ActionFailed, InvalidInput, TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State
 from loopbreaker.incidents.remediation import Outcome, Step, StepRecord
+from loopbreaker.incidents.routes import Routes
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.actuators import (
@@ -116,6 +117,7 @@ class RemediatorCore:
         logger: logging.Logger | None = None,
         verify_window: timedelta = timedelta(hours=2),
         verify_every: timedelta = timedelta(minutes=10),
+        routes: Routes | None = None,
     ) -> None:
         import time
 
@@ -129,6 +131,8 @@ class RemediatorCore:
         self._log = logger or get_logger("remediation")
         self.verify_window = verify_window
         self.verify_every = verify_every
+        #: LOOPBREAKER_ROUTES: the thread's message keeps its route's name (the Route fact).
+        self.routes = routes
 
     # --- Events -------------------------------------------------------------------------
 
@@ -218,7 +222,8 @@ class RemediatorCore:
         return Report(result, current.id, note, steps)
 
     def _post(self, incident: Incident, pause: PauseRecord | None = None) -> None:
-        message = notify.render(incident, pause=pause)
+        route = self.routes.route_of(incident) if self.routes is not None else None
+        message = notify.render(incident, pause=pause, route=route)
         if message.fingerprint == incident.notified_fingerprint:
             return
         try:
