@@ -97,6 +97,16 @@ def test_a_cloud_function_with_a_bad_route_file_does_not_start(tmp_path: Path) -
     assert "LOOPBREAKER_ROUTES: route platform: slack_channel 'general'" in logged["message"]
 
 
+def test_a_route_file_larger_than_any_real_one_is_refused_unread(tmp_path: Path) -> None:
+    # A log pasted in by mistake: refused by its size, given inline or as a file.
+    text = "default: {name: platform}\n" + "# pasted\n" * 40_000
+    path = tmp_path / "routes.yaml"
+    path.write_text(text)
+    for value in (text, str(path)):
+        with pytest.raises(Exception, match=r"LOOPBREAKER_ROUTES: .*larger than 262144 bytes"):
+            load_settings({**SLACK, "LOOPBREAKER_ROUTES": value})
+
+
 def test_a_missing_route_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"cannot read the route file .*routes\.yaml"):
         load_settings({**SLACK, "LOOPBREAKER_ROUTES": str(tmp_path / "routes.yaml")})

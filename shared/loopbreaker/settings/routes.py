@@ -44,7 +44,10 @@ def parse_routes(value: str, *, notifier: str, chat_webhook: bool = False) -> Ro
 
     ``notifier`` is ``LOOPBREAKER_NOTIFIER``: a Slack notifier cannot post to a Google Chat
     space, and an incoming Chat webhook (``chat_webhook``) only to its own space."""
-    text = value if (":" in value or "\n" in value) else _read(value)
+    inline = ":" in value or "\n" in value
+    if inline and len(value.encode()) > MAX_BYTES:
+        raise _bad(f"larger than {MAX_BYTES} bytes")
+    text = value if inline else _read(value)
     document = _yaml(text)
     if not isinstance(document, Mapping):
         raise _bad("expected a mapping with routes and default")
