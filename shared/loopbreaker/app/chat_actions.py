@@ -6,7 +6,9 @@ Order of checks, each refusing with its status and changing nothing:
    token, on the raw body before anything is parsed (401);
 2. the payload: form/JSON shape, a known action, an action request present (400);
 3. the action request's own HMAC signature and expiry (400);
-4. the clicking user is in ``LOOPBREAKER_APPROVERS`` (403);
+4. the clicking user is in ``LOOPBREAKER_APPROVERS`` (403); with ``LOOPBREAKER_ROUTES``,
+   among the approvers of the incident's own route instead, checked inside step 5's
+   transaction against the route stored on the incident (403, "not an approver of route");
 5. in ONE store transaction: the incident awaits exactly this approval request, unexpired,
    and the click came from the incident's own message (409 when already decided, expired
    or superseded; 400 otherwise). Of concurrent clicks exactly one wins.
