@@ -20,7 +20,6 @@ from fakeservers.certs import CertsServer
 from fakeservers.slack import SlackServer
 
 from loopbreaker.app.chat_actions import REFUSAL_HEADER
-from loopbreaker.chat import notify
 from loopbreaker.incidents import Incident, State
 from loopbreaker.incidents.store.sqlite import SqliteStore
 from loopbreaker.settings.load import load_settings
@@ -188,24 +187,45 @@ def test_an_approver_of_the_incidents_route_approves_and_one_request_is_publishe
     assert request["incident_id"] == lab.incident.id
 
 
-def test_a_route_without_approvers_shows_no_buttons_and_says_why(
-    template: tuple[Path, Incident],
-) -> None:
-    settings = load_settings(
-        {**K.CHAT_ENV, "LOOPBREAKER_ROUTES": "routes: []\ndefault: {name: platform}\n"}
+def test_a_route_without_approvers_asks_nobody_and_its_card_says_so(tmp_path: Path) -> None:
+    from fakes import FakeNotifier
+
+    from loopbreaker.replay import run as replay
+
+    # The platform's route names no approvers; the team's does, for its own causes only.
+    routes = f"""
+routes:
+  - name: team-llama
+    match: {{causes: [out_of_memory]}}
+    approvers: [{TEAM_LEAD}]
+default: {{name: platform}}
+"""
+    notifier = FakeNotifier()
+    store = tmp_path / "incidents.sqlite"
+    settings = load_settings({**K.CHAT_ENV, "LOOPBREAKER_ROUTES": routes})
+    replay.run(
+        [K.FAULTY / "logs.json"],
+        settings=settings,
+        telemetry=K.FAULTY,
+        store_path=store,
+        notifier=notifier,
     )
-    routes = settings.chatops.routes
-    assert routes is not None
-    card = notify.render(
-        template[1],
-        signing_key=K.SIGNING_KEY.encode(),
-        route=routes.default,
-    )
-    assert card.approval is None
+    opened = SqliteStore(store)
+    try:
+        [pool] = [i for i in opened.list_incidents() if i.key.scope.value == "pool"]
+    finally:
+        opened.close()
+    # The faulty host is diagnosed as before, but no request is opened that nobody could
+    # decide: as with approvals off, it waits for a human outside chat (loopbreaker
+    # remediate) with no signed request and no buttons.
+    assert pool.diagnosis is not None and pool.diagnosis.root_cause == "faulty_host"
+    assert pool.approval_request is None and pool.state is State.AWAITING_APPROVAL
+    assert pool.route == "platform"
+    card = notifier.messages[pool.id]
+    assert card.approval is None and ("Route", "platform") in card.facts
     assert (
         card.approval_note is not None and "route platform names no approvers" in card.approval_note
     )
-    assert ("Route", "platform") in card.facts
 
 
 def test_the_remediation_thread_keeps_the_incidents_route(tmp_path: Path) -> None:

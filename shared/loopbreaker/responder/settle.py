@@ -14,7 +14,7 @@ from loopbreaker.approval.requests import choose_target
 from loopbreaker.chat import notify
 from loopbreaker.diagnosis.evidence import QueryBudget
 from loopbreaker.errors import ConfigError, InvalidInput, TransientError
-from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Verdict
+from loopbreaker.incidents import Arrival, DiagnosisRecord, Incident, Policy, Verdict
 from loopbreaker.incidents.routes import Route, RouteFacts
 from loopbreaker.incidents.routes import facts_of as routes_facts
 from loopbreaker.logs import event
@@ -198,11 +198,12 @@ class Settling(ResponderState):
             incidents.host_failures(incident_id, diagnosis, signals, evidence.nodes or ())
         )
         holder = self._holder(incident_id, record)
+        policy = self._approving(incident, record)
         if holder is None:
             stored = self.store.update(
                 incident_id,
                 lambda i: incidents.apply_diagnosis(
-                    i, record, now=now, policy=self._policy, requested_at=self.approval_clock()
+                    i, record, now=now, policy=policy, requested_at=self.approval_clock()
                 ),
             )
         else:
@@ -338,6 +339,17 @@ class Settling(ResponderState):
         self._count("notified")
         if moving and route is not None:
             self._point_old_message(incident, route, where)
+
+    def _approving(self, incident: Incident, record: DiagnosisRecord) -> Policy:
+        """The policy this diagnosis applies: with routes, a verdict whose route names no
+        approvers opens no approval request (nobody could decide it; the card says so)."""
+        routes = self.settings.chatops.routes
+        if routes is None or self._policy.approval_ttl is None:
+            return self._policy
+        facts = replace(self._route_facts(incident), cause=record.root_cause)
+        if routes.choose(facts).approvers:
+            return self._policy
+        return replace(self._policy, approval_ttl=None)
 
     def _own_project(
         self, history: list[HostFailureRecord], incident: Incident
