@@ -25,7 +25,8 @@ messageId and acknowledged by returning normally; the HTTP functions answer 4xx 
 the problem. Only a TransientError answers 5xx (without a traceback: it is logged once
 as a retry), so Pub/Sub redelivers. A body functions-framework itself cannot read as a
 CloudEvent gets 400 and one ERROR line. Settings are validated at import (a bad
-LOOPBREAKER_* value stops the instance from starting); clients are built on the first call.
+LOOPBREAKER_* value stops the instance from starting); everything else is imported and
+built on the first call of the entry point that needs it, so a cold start stays short.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import functions_framework
 from cloudevents.http import CloudEvent
@@ -44,16 +45,14 @@ from werkzeug.exceptions import HTTPException
 
 import loopbreaker
 from loopbreaker import logs
-from loopbreaker.app.bootstrap import (
-    build_alert_webhook,
-    build_chat_actions,
-    build_remediator,
-    build_responder,
-)
 from loopbreaker.errors import ConfigError, InvalidInput, TransientError
 from loopbreaker.settings.load import Runtime, Settings, load_settings
 from loopbreaker.signals.decode import escape_surrogates
 from loopbreaker.signals.envelope import UndecodableMessage, from_cloud_event
+
+if TYPE_CHECKING:
+    from loopbreaker.app.alert_webhook import AlertWebhook
+    from loopbreaker.responder.service import Responder
 
 try:
     SETTINGS = load_settings(os.environ, runtime=Runtime.CLOUD)
@@ -74,6 +73,15 @@ T = TypeVar("T")
 _OURS = (os.path.dirname(loopbreaker.__file__), os.path.abspath(__file__))
 
 
+def _responder() -> Responder:
+    """The builders are imported on the first call an instance serves, not at import: a
+    cold start pays only for what its own entry point wires (the responder's pipeline and
+    the signature catalog, the chat desk, the remediator), never for all of them."""
+    from loopbreaker.app.bootstrap import build_responder
+
+    return _once(build_responder)
+
+
 def _once(build: Callable[[Settings], T]) -> T:
     """The service ``build`` wires, built on the first call and kept for the instance."""
     with _lock:
@@ -85,7 +93,7 @@ def _once(build: Callable[[Settings], T]) -> T:
 
 @functions_framework.cloud_event
 def on_log_entry(cloud_event: CloudEvent) -> None:
-    responder = _once(build_responder)
+    responder = _responder()
     try:
         delivery = from_cloud_event(cloud_event.get_attributes(), cloud_event.get_data())
     except UndecodableMessage as exc:
@@ -96,21 +104,25 @@ def on_log_entry(cloud_event: CloudEvent) -> None:
 
 @functions_framework.http
 def on_schedule(request: Any) -> tuple[str, int, dict[str, str]]:
-    report = _once(build_responder).settle()
+    report = _responder().settle()
     return json.dumps(report.to_dict()), 200, _JSON
 
 
 @functions_framework.http
 def on_chat_action(request: Any) -> tuple[str, int, dict[str, str]]:
+    from loopbreaker.app.bootstrap import build_chat_actions
+
     # The raw bytes: Slack's signature covers the body exactly as sent, before any parsing.
     reply = _once(build_chat_actions).handle(dict(request.headers), request.get_data(cache=True))
     return reply.json(), reply.status, {**_JSON, **reply.headers}
 
 
-def _alert_webhook(settings: Settings) -> Any:
+def _alert_webhook(settings: Settings) -> AlertWebhook:
+    from loopbreaker.app.bootstrap import build_alert_webhook
+
     # The responder on_log_entry uses: one store, so a failure that a log sink and an
     # alert both report is one incident.
-    return build_alert_webhook(settings, responder=_once(build_responder))
+    return build_alert_webhook(settings, responder=_responder())
 
 
 @functions_framework.http
@@ -123,6 +135,8 @@ def on_alertmanager_webhook(request: Any) -> tuple[str, int, dict[str, str]]:
 
 @functions_framework.cloud_event
 def on_remediation_request(cloud_event: CloudEvent) -> None:
+    from loopbreaker.app.bootstrap import build_remediator
+
     remediator = _once(build_remediator)
     try:
         delivery = from_cloud_event(cloud_event.get_attributes(), cloud_event.get_data())

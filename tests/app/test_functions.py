@@ -110,6 +110,26 @@ def test_importing_main_loads_no_heavy_client_library() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_a_cold_start_imports_no_builder_and_parses_no_catalog() -> None:
+    """The builders (and the pipeline behind them) come with the first call of an entry
+    point; the signature catalog with the first thing that reads it, never an import."""
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('main', {str(SOURCE)!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "at_start = sorted(m for m in ('loopbreaker.app.bootstrap', 'loopbreaker.signals.catalog',"
+        " 'tomllib') if m in sys.modules)\n"
+        "import loopbreaker.app.bootstrap, loopbreaker.cli.validate\n"
+        "from loopbreaker.signals import catalog\n"
+        "print(at_start, catalog.load.cache_info().misses)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "LOOPBREAKER_STORE": "firestore"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "[] 0"
+
+
 def test_a_bad_setting_stops_the_function_from_starting() -> None:
     code = f"import runpy; runpy.run_path({str(SOURCE)!r})"
     env = {"PATH": "/usr/bin:/bin", "LOOPBREAKER_SETTLE_TIME": "soon"}

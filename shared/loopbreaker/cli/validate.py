@@ -8,7 +8,7 @@ import sys
 
 from loopbreaker.argtypes import TIMEOUT_SECONDS
 from loopbreaker.cli import console
-from loopbreaker.diagnosis.queries import TEMPLATES, Template
+from loopbreaker.diagnosis.queries import Template, templates
 from loopbreaker.diagnosis.queries.validate import (
     TEST_VALUES,
     Status,
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         workload=args.workload,
         issue_time=args.issue_time,
     )
-    templates = [*TEMPLATES, *extra_templates(args.extra_query)]
+    checked = [*templates(), *extra_templates(args.extra_query)]
     prometheus = logging = None
     if args.prometheus_url or project:
         from loopbreaker.diagnosis.readers.google_auth import GoogleCredentials
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             logging = CloudLoggingReader(project, credentials=credentials, timeout=args.timeout)
     report = validate(
         context,
-        templates=templates,
+        templates=checked,
         promtool=args.promtool,
         prometheus=prometheus,
         logging=logging,

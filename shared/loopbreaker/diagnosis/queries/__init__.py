@@ -8,8 +8,11 @@ marked deprecated and never executed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING
 
 from loopbreaker.diagnosis.metric_vocabulary import Vocabulary
+from loopbreaker.diagnosis.queries.catalog_terms import with_catalog_terms
 from loopbreaker.diagnosis.queries.kube_prometheus_stack import with_vocabularies
 from loopbreaker.diagnosis.queries.templates import (
     _JOBSET,
@@ -34,7 +37,6 @@ from loopbreaker.diagnosis.selectors import (
     WORKING_SET_METRIC,
 )
 from loopbreaker.model import Context, EvidenceKind, Query, QueryLanguage, WorkloadKind
-from loopbreaker.signals import vocabulary
 from loopbreaker.signals.kube_events import OOM_KILLED_REASON
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "queries_for",
     "render",
     "scoped",
+    "templates",
     "templates_for",
 ]
 
@@ -75,26 +78,8 @@ _KUBEFLOW_INDEX_LABEL = 'labels."k8s-pod/training_kubeflow_org/replica-index"'
 
 _WINDOW_LQL = 'AND timestamp >= "{start_time}"\nAND timestamp <= "{end_time}"'
 
-# What the classifier recognises, read off the catalog (the same lists feed the log sinks).
-_AUDIT_METHOD_TERMS = " OR ".join(f'"{m}"' for m in sorted(vocabulary.system_event_methods()))
-_NODE_REASONS = " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Node"]))
-_NODE_FAULT_TERMS = " OR ".join(
-    [
-        f'{field}:"{phrase}"'
-        for field in ("textPayload", "jsonPayload.MESSAGE")
-        for phrase in vocabulary.node_text_literals(("host_fault", "pod_fault", "workload_fault"))
-    ]
-    + [
-        "jsonPayload.reason=("
-        + " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Node"]))
-        + ")"
-    ]
-)
-_POD_EVENT_REASONS = " OR ".join(f'"{r}"' for r in vocabulary.event_reasons(["Pod"]))
-_POD_AUDIT_TERMS = " OR ".join(f'"{m}"' for m in vocabulary.pod_audit_methods())
-_CAPACITY_METHODS = " OR ".join(f'"{m}"' for m in vocabulary.compute_capacity_methods())
-_CAPACITY_WORDS = " OR ".join(f'"{w}"' for w in vocabulary.compute_capacity_words())
-_AUTOSCALER_IDS = " OR ".join(f'"{m}"' for m in vocabulary.autoscaler_message_ids())
+# What the classifier recognises is read off the catalog: the LQL below names it
+# ``{catalog.<term>}``, filled on first use (catalog_terms), not at import.
 _WORKLOAD_PODS = 'cluster="{cluster_name}", namespace="{namespace}", pod=~"{workload_name}.*"'
 
 
@@ -259,7 +244,7 @@ _MANAGED: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Fsystem_event"\n'
         'AND resource.type="gce_instance"\n'
-        f"AND protoPayload.methodName=({_AUDIT_METHOD_TERMS})\n" + _WINDOW_LQL,
+        "AND protoPayload.methodName=({catalog.audit_methods})\n" + _WINDOW_LQL,
         "Compute Engine system events for the VMs behind the nodes.",
     ),
     # Step 3
@@ -315,7 +300,7 @@ _MANAGED: tuple[Template, ...] = (
         3,
         L,
         'resource.type="k8s_node"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        f"AND ({_NODE_FAULT_TERMS})\n" + _WINDOW_LQL,
+        "AND ({catalog.node_fault_terms})\n" + _WINDOW_LQL,
         "Host, kernel and hardware faults, memory, disk and PID pressure, and kernel OOM "
         "kills on the nodes.",
     ),
@@ -388,7 +373,7 @@ _MANAGED: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/events"\n'
         'AND resource.type="k8s_pod"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        f"AND jsonPayload.reason=({_POD_EVENT_REASONS})\n"
+        "AND jsonPayload.reason=({catalog.pod_event_reasons})\n"
         'AND resource.labels.namespace_name="{namespace}"\n'
         'AND resource.labels.pod_name:"{workload_name}"\n' + _WINDOW_LQL,
         "Scheduling failures, preemptions, evictions and image-pull failures of the "
@@ -400,8 +385,8 @@ _MANAGED: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Factivity"\n'
         'AND resource.type="gce_instance"\nAND severity>=ERROR\n'
-        f"AND protoPayload.methodName=({_CAPACITY_METHODS})\n"
-        f"AND ({_CAPACITY_WORDS})\n" + _WINDOW_LQL,
+        "AND protoPayload.methodName=({catalog.capacity_methods})\n"
+        "AND ({catalog.capacity_words})\n" + _WINDOW_LQL,
         "VMs Compute Engine could not create (stockout, quota): the zone, machine type "
         "and accelerator that are missing.",
     ),
@@ -411,7 +396,7 @@ _MANAGED: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/container.googleapis.com%2Fcluster-autoscaler-'
         'visibility"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        f"AND ({_AUTOSCALER_IDS})\n" + _WINDOW_LQL,
+        "AND ({catalog.autoscaler_ids})\n" + _WINDOW_LQL,
         "The cluster autoscaler's failed scale-ups and the reasons it did not scale up.",
     ),
     Template(
@@ -420,7 +405,7 @@ _MANAGED: tuple[Template, ...] = (
         L,
         'logName="projects/{project_id}/logs/cloudaudit.googleapis.com%2Factivity"\n'
         'AND resource.type="k8s_cluster"\nAND resource.labels.cluster_name="{cluster_name}"\n'
-        f"AND protoPayload.methodName=({_POD_AUDIT_TERMS})\n"
+        "AND protoPayload.methodName=({catalog.pod_audit_methods})\n"
         'AND protoPayload.resourceName:"namespaces/{namespace}/"\n'
         'AND protoPayload.resourceName:"/pods/{workload_name}"\n'
         f'AND "{OOM_KILLED_REASON}"\n' + _WINDOW_LQL,
@@ -543,8 +528,22 @@ _MANAGED: tuple[Template, ...] = (
 )
 
 
-#: Every template; each PromQL one also in its kube-prometheus-stack form (queries_kps).
-TEMPLATES: tuple[Template, ...] = with_vocabularies(_MANAGED)
+@cache
+def templates() -> tuple[Template, ...]:
+    """Every template; each PromQL one also in its kube-prometheus-stack form (queries_kps).
+    Built on first use, with the catalog's terms filled in."""
+    return with_vocabularies(with_catalog_terms(_MANAGED))
+
+
+if TYPE_CHECKING:
+    #: templates(), under the name it had when it was built at import.
+    TEMPLATES: tuple[Template, ...]
+else:
+
+    def __getattr__(name: str) -> object:
+        if name == "TEMPLATES":
+            return templates()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def render(template: Template, context: Context) -> Query:
@@ -559,7 +558,7 @@ def render(template: Template, context: Context) -> Query:
 
 
 def templates_for(kind: WorkloadKind) -> tuple[Template, ...]:
-    return tuple(t for t in TEMPLATES if t.serves(kind))
+    return tuple(t for t in templates() if t.serves(kind))
 
 
 def queries_for(context: Context, *, steps: Iterable[int] | None = None) -> tuple[Query, ...]:

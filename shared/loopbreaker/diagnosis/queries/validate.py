@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from loopbreaker.diagnosis import lql
-from loopbreaker.diagnosis.queries import TEMPLATES, Template, fill
+from loopbreaker.diagnosis.queries import Template, fill
+from loopbreaker.diagnosis.queries import templates as every_template
 from loopbreaker.errors import SourceUnavailable
 from loopbreaker.model import Context, QueryLanguage
 
@@ -143,12 +144,15 @@ def validation_context(**overrides: str | None) -> Context:
 def validate(
     context: Context,
     *,
-    templates: Sequence[Template] = TEMPLATES,
+    templates: Sequence[Template] | None = None,
     promtool: str | None = None,
     prometheus: PromQLEndpoint | None = None,
     logging: LogEndpoint | None = None,
 ) -> Report:
-    """Check every template; see the module docstring."""
+    """Check ``templates`` (every template of the workflow unless given); see the module
+    docstring."""
+    if templates is None:
+        templates = every_template()
     results: list[CheckResult] = []
     promql: list[FilledQuery] = []
     logql: list[FilledQuery] = []
