@@ -5,7 +5,19 @@ non-zero when a target is missed. Not a timed test: numbers vary with the machin
 ratios much less.
 
   (1) cold import of functions/main.py in a fresh interpreter vs importing
-      google-cloud-compute, -logging, -monitoring and -pubsub eagerly   target <= 25 %
+      google-cloud-compute, -logging, -monitoring and -pubsub eagerly   target <= 15 %
+      (issue 41: 14 % at 8e4c544, 22-29 % at 8e9bc66).
+      Where the time went at 8e9bc66 (``python -X importtime``, 2 cores, ~300 ms in all):
+      ~110 ms functions-framework (Flask, Werkzeug, Jinja2, Click; the decorators need
+      it); ~85 ms diagnosis.queries building its LQL from the signature catalog at
+      import (catalog.load(): reading and parsing eleven TOML files, compiling their
+      patterns); ~60 ms app.bootstrap's pipeline (responder, diagnosis steps, chat, store
+      ports) that no entry point needs before its first call; ~60 ms settings.load
+      (approval, incidents, remediation.rules and the model they share), most of it
+      defining ~70 frozen dataclasses (about 0.7 ms each on Python 3.11).
+      Now main.py imports the builders inside its entry points and the queries fill the
+      catalog's terms on first use, so the cold import is functions-framework plus the
+      settings (~175 ms); the dataclass definitions are the largest cost left of ours.
   (2) LogEntries classified per second (json.loads + classify) vs bare
       json.loads of the same 100,000 entries                           target >= 40 %
   (3) a 10,000-entry storm through the Responder and the SQLite store: incidents
@@ -53,7 +65,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "signals"
 MAIN = ROOT / "functions" / "main.py"
 
-IMPORT_TARGET = 0.25
+IMPORT_TARGET = 0.15
+#: The cold-import ratio at 8e4c544, before the catalog (issue 41).
+IMPORT_BEFORE = 0.14
 THROUGHPUT_TARGET = 0.40
 TX_PER_ENTRY_TARGET = 1.0
 FIRESTORE_CONCURRENCY = 32
@@ -115,8 +129,14 @@ def bench_imports(runs: int) -> Result:
     print(f"(1) cold import, median of {runs} fresh interpreters")
     print(f"    functions/main.py                               {mine * 1000:8.1f} ms")
     print(f"    compute + logging + monitoring + pubsub, eager  {theirs * 1000:8.1f} ms")
-    print(f"    ratio {ratio:.1%} (target <= {IMPORT_TARGET:.0%})")
-    return Result("cold import ratio", f"{ratio:.1%}", f"<= {IMPORT_TARGET:.0%}", ratio <= 0.25)
+    before, goal = f"{IMPORT_BEFORE:.0%} (8e4c544)", f"<= {IMPORT_TARGET:.0%}"
+    print(f"    ratio {ratio:.1%}   before {before}   goal {goal}")
+    return Result(
+        "cold import ratio",
+        f"{ratio:.1%}",
+        f"<= {IMPORT_TARGET:.0%} (before {IMPORT_BEFORE:.0%})",
+        ratio <= IMPORT_TARGET,
+    )
 
 
 def realistic_entries(count: int) -> list[str]:
@@ -486,12 +506,17 @@ def main() -> int:
     parser.add_argument("--storm", type=int, default=10_000)
     parser.add_argument("--import-runs", type=int, default=5)
     parser.add_argument("--alerts", type=int, default=2_000)
+    parser.add_argument(
+        "--only-imports", action="store_true", help="run only (1), the cold-import row"
+    )
     args = parser.parse_args()
     # The storm's own log lines would dominate the timing and the output.
     logs.configure("WARNING")
     logging.getLogger("loopbreaker").setLevel(logging.WARNING)
     results = [bench_imports(args.import_runs)]
     print()
+    if args.only_imports:
+        return report(results)
     results.append(bench_throughput(args.entries, runs=5))
     print()
     results += bench_storm(args.storm)
@@ -500,6 +525,10 @@ def main() -> int:
     print()
     results += bench_alert_storm(args.alerts)
     print()
+    return report(results)
+
+
+def report(results: list[Result]) -> int:
     missed = [r for r in results if not r.ok]
     for r in results:
         print(f"{'ok  ' if r.ok else 'MISS'} {r.name:<24} {r.value:>8}  target {r.target}")
