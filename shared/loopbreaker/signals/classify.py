@@ -25,7 +25,7 @@ from loopbreaker.signals.labels import (
     workload_fields,
     workload_of,
 )
-from loopbreaker.timeutil import parse_rfc3339
+from loopbreaker.timeutil import fast_utc, parse_rfc3339
 
 __all__ = ["Identity", "Quiet", "classify", "identity", "kubeflow_kind", "screen", "triage"]
 
@@ -45,6 +45,8 @@ _MEMCG_POD = re.compile(
     r"(?:(?:task_memcg|oom_memcg)=|\bTask in )[^,\s]*?pod(?P<uid>[0-9a-f]{8}[-_][0-9a-f]{4}"
     r"[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
 )
+#: Every match of _MEMCG_POD starts with one of these.
+_MEMCG_LEADS = ("task_memcg=", "oom_memcg=", "Task in ")
 
 
 def classify(entry: object) -> Signal:
@@ -61,20 +63,23 @@ def triage(entry: object) -> Quiet | Signal:
 
 def _classify(parts: _Parts) -> Signal:
     rlabels, labels = parts.rlabels, parts.labels
-    zone = rlabels.get("zone")
+    # Every entry comes through here: the label maps' bound get, read once each.
+    rget, lget = rlabels.get, labels.get
+    zone = rget("zone")
+    # The Signal's __dict__ itself, defaults first (see _new_signal): no second copy.
     fields: dict[str, Any] = {
+        **_SIGNAL_DEFAULTS,
         "timestamp": parts.timestamp,
         "severity": parts.severity,
-        "project": rlabels.get("project_id") or _project_from_log_name(parts.log_name),
-        "cluster": rlabels.get("cluster_name"),
-        "location": rlabels.get("location") or zone,
-        "node_pool": rlabels.get("node_pool_name")
-        or labels.get("k8s-node/cloud_google_com/gke-nodepool"),
-        "node": rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name"),
-        "namespace": rlabels.get("namespace_name"),
-        "pod": rlabels.get("pod_name"),
-        "container": rlabels.get("container_name"),
-        "instance_id": rlabels.get("instance_id"),
+        "project": rget("project_id") or _project_from_log_name(parts.log_name),
+        "cluster": rget("cluster_name"),
+        "location": rget("location") or zone,
+        "node_pool": rget("node_pool_name") or lget("k8s-node/cloud_google_com/gke-nodepool"),
+        "node": rget("node_name") or lget("compute.googleapis.com/resource_name"),
+        "namespace": rget("namespace_name"),
+        "pod": rget("pod_name"),
+        "container": rget("container_name"),
+        "instance_id": rget("instance_id"),
         "zone": zone,
         "insert_id": parts.insert_id,
         "log_name": parts.log_name,
@@ -225,10 +230,13 @@ def _parts(entry: object) -> _Parts:
         raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
     if text_payload is not None and not isinstance(text_payload, str):
         raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
-    json_payload = _opt_map(raw_json, "jsonPayload")
-    proto_payload = _opt_map(raw_proto, "protoPayload")
+    # JSON objects are dicts: only anything else needs the general check.
+    json_payload = raw_json if type(raw_json) is dict else _opt_map(raw_json, "jsonPayload")
+    proto_payload = raw_proto if type(raw_proto) is dict else _opt_map(raw_proto, "protoPayload")
 
-    timestamp = _timestamp(entry)
+    # The form sinks write, parsed at once; anything else (and every error) by _timestamp.
+    stamp = get("timestamp")
+    timestamp = (fast_utc(stamp) if type(stamp) is str else None) or _timestamp(entry)
     severity = get("severity", "DEFAULT")
     if type(severity) is not str:
         if not isinstance(severity, str | int) or isinstance(severity, bool):
@@ -257,20 +265,24 @@ def _parts(entry: object) -> _Parts:
 
 # Signal is a frozen dataclass of 25 fields: its generated __init__ calls
 # object.__setattr__ once per field, about 4 us, a third of classify's time. The fast
-# path fills the instance's __dict__ directly with every field (defaults first), which
+# path gives the instance, as its __dict__, the dict _classify built: every field, the
+# defaults first (their order, then the other fields in the order they were set), which
 # is what that __init__ would leave behind; tests compare the two on every fixture.
 _SIGNAL_DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in dataclasses.fields(Signal) if f.default is not dataclasses.MISSING
 }
 _SIGNAL_FAST = not hasattr(Signal, "__slots__") and not hasattr(Signal, "__post_init__")
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 
 
 def _new_signal(values: dict[str, Any]) -> Signal:
+    """A Signal of ``values``: every field, the defaults included. The Signal owns the
+    dict from here on."""
     if not _SIGNAL_FAST:
         return Signal(**values)
-    signal: Signal = object.__new__(Signal)
-    signal.__dict__.update(_SIGNAL_DEFAULTS)
-    signal.__dict__.update(values)
+    signal: Signal = _new_object(Signal)
+    _set_attribute(signal, "__dict__", values)
     return signal
 
 
@@ -316,11 +328,24 @@ def _classify_payload(
         elif "maintenance" in lowered:
             kind = SignalKind.MAINTENANCE
     elif kind is SignalKind.OOM_KILLED:
-        memcg = _MEMCG_POD.search(line)
+        memcg = _memcg_pod(line)
         if memcg:
             fields["pod_uid"] = memcg["uid"].replace("_", "-")
         reason = "oom-kill" if memcg else "OOMKilling"
     return kind, line, reason, lowered if line is text else None
+
+
+def _memcg_pod(line: str) -> re.Match[str] | None:
+    """``_MEMCG_POD.search(line)``, started where the first of its leading literals is:
+    the pattern opens with alternatives, which leave the regex engine no fast scan, and
+    a kernel OOM line is long."""
+    first = -1
+    for literal in _MEMCG_LEADS:
+        at = line.find(literal)
+        if at >= 0 and (first < 0 or at < first):
+            first = at
+    # search(line, first) still sees the character before ``first`` for \b.
+    return _MEMCG_POD.search(line, first) if first >= 0 else None
 
 
 def _audit(proto: Mapping[str, Any], fields: dict[str, Any]) -> tuple[SignalKind, str, str | None]:
@@ -335,7 +360,7 @@ def _audit(proto: Mapping[str, Any], fields: dict[str, Any]) -> tuple[SignalKind
             fields["zone"] = fields["zone"] or match["zone"]
             fields["location"] = fields["location"] or match["zone"]
     status = proto.get("status")
-    status_msg = status.get("message") if isinstance(status, Mapping) else None
+    status_msg = status.get("message") if _is_map(status) else None
     if not isinstance(method, str):
         return SignalKind.UNRECOGNIZED, status_msg if isinstance(status_msg, str) else "", None
     status_text = status_msg if isinstance(status_msg, str) else ""

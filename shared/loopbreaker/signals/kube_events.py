@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from loopbreaker.model import SignalKind, WorkloadKind
 from loopbreaker.signals import catalog
@@ -25,6 +25,13 @@ _PULL_CODE = re.compile(r"\bcode = (?P<code>[A-Za-z]+)")
 # containerd's 'failed to pull and unpack image' chain), or the kubelet's own throttle
 # (images/helpers.go, registryPullQPS).
 _PULL_CAUSE = re.compile(r"\b(?P<cause>i/o timeout|connection timed out|pull QPS exceeded)\b")
+# A pull failure's message is long (the image named three times, the token URL): patterns
+# that open with \b get no fast scan from the regex engine, so each is started where a
+# match can start, or skipped. _PULL_HTTP's match starts at a match of _PULL_HTTP_AT; a
+# search started at ``pos`` still sees the character before it for \b.
+_PULL_HTTP_AT = re.compile(r"[45]\d\d [A-Z]")
+_PULL_CODE_AT = "code = "
+_PULL_CAUSES = ("i/o timeout", "connection timed out", "pull QPS exceeded")
 _AUDIT_POD = re.compile(r"^core/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)(?:/status)?$")
 _RESTARTING = "Restarting"
 
@@ -103,7 +110,7 @@ def event_kind(payload: Mapping[str, Any], fields: dict[str, Any]) -> Classified
     """A Kubernetes Event (log ``events``): decided on its structured reason first."""
     involved = payload.get("involvedObject")
     reason = payload.get("reason")
-    if not isinstance(involved, Mapping) or not isinstance(reason, str):
+    if not _is_map(involved) or not isinstance(reason, str):
         return None
     obj_kind = involved.get("kind")
     obj_name = involved.get("name")
@@ -130,7 +137,7 @@ def event_kind(payload: Mapping[str, Any], fields: dict[str, Any]) -> Classified
     kind = sig.kind
     fields["signature"] = sig.id
     source = payload.get("source")
-    host = source.get("host") if isinstance(source, Mapping) else None
+    host = source.get("host") if _is_map(source) else None
     reporter = host if isinstance(host, str) and host else None
     if kind is SignalKind.PRIORITY_PREEMPTED:
         _preemptor(payload, message, fields)
@@ -151,25 +158,35 @@ def _preemptor(payload: Mapping[str, Any], message: str, fields: dict[str, Any])
     if on_node:
         fields["node"] = fields["node"] or on_node["node"]
     related = payload.get("related")
-    if isinstance(related, Mapping) and related.get("kind") in (None, "Pod"):
+    if _is_map(related) and related.get("kind") in (None, "Pod"):
         name, namespace, uid = related.get("name"), related.get("namespace"), related.get("uid")
         if isinstance(name, str) and name:
             fields["related_pod"] = f"{namespace}/{name}" if isinstance(namespace, str) else name
         fields["related_uid"] = uid if isinstance(uid, str) and uid else None
 
 
+def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
+    # JSON objects are dicts: the exact type test spares isinstance's ABC check, a
+    # Python-level call, on every Event and audit entry.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def pull_error(message: str) -> str | None:
     """The registry's answer in a kubelet image pull failure (``403 Forbidden``,
     ``NotFound``), else the network's or the kubelet's (``i/o timeout``, ``pull QPS
     exceeded``), from the whole message: an excerpt may cut it off."""
-    status = _PULL_HTTP.search(message)
+    at = _PULL_HTTP_AT.search(message)
+    status = _PULL_HTTP.search(message, at.start()) if at else None
     if status:
         return status["status"]
-    code = _PULL_CODE.search(message)
+    code_at = message.find(_PULL_CODE_AT)
+    code = _PULL_CODE.search(message, code_at) if code_at >= 0 else None
     if code and code["code"] != "Unknown":
         return code["code"]
     if message.rstrip().endswith("not found"):
         return "not found"
+    if not any(cause in message for cause in _PULL_CAUSES):
+        return None
     cause = _PULL_CAUSE.search(message)
     return cause["cause"] if cause else None
 
@@ -185,16 +202,16 @@ def pod_audit(
     if match:
         fields["namespace"] = fields["namespace"] or match["ns"]
         fields["pod"] = fields["pod"] or match["pod"]
-    pods = [p for p in (proto.get("request"), proto.get("response")) if isinstance(p, Mapping)]
+    pods = [p for p in (proto.get("request"), proto.get("response")) if _is_map(p)]
     for pod in pods:
         meta = pod.get("metadata")
-        if not isinstance(meta, Mapping):
+        if not _is_map(meta):
             continue
         uid = meta.get("uid")
         if isinstance(uid, str) and uid:
             fields["pod_uid"] = uid
         labels = meta.get("labels")
-        if isinstance(labels, Mapping) and not fields.get("workload"):
+        if _is_map(labels) and not fields.get("workload"):
             read_labels(
                 {
                     f"k8s-pod/{k.replace('.', '_')}": v
@@ -205,7 +222,7 @@ def pod_audit(
             )
     for pod in pods:
         status = pod.get("status")
-        statuses = status.get("containerStatuses") if isinstance(status, Mapping) else None
+        statuses = status.get("containerStatuses") if _is_map(status) else None
         for container in statuses if isinstance(statuses, list) else []:
             killed = _oom_termination(container)
             if killed is None:
@@ -227,22 +244,22 @@ def pod_audit(
 def _memory_limit(pod: Mapping[str, Any], container: object) -> str | None:
     """``resources.limits.memory`` of the container, when the pod's spec is in the entry."""
     spec = pod.get("spec")
-    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    containers = spec.get("containers") if _is_map(spec) else None
     for c in containers if isinstance(containers, list) else []:
-        if isinstance(c, Mapping) and c.get("name") == container:
+        if _is_map(c) and c.get("name") == container:
             resources = c.get("resources")
-            limits = resources.get("limits") if isinstance(resources, Mapping) else None
-            value = limits.get("memory") if isinstance(limits, Mapping) else None
+            limits = resources.get("limits") if _is_map(resources) else None
+            value = limits.get("memory") if _is_map(limits) else None
             return value if isinstance(value, str) and value else None
     return None
 
 
 def _oom_termination(container: object) -> Mapping[str, Any] | None:
-    if not isinstance(container, Mapping):
+    if not _is_map(container):
         return None
     for key in ("state", "lastState"):
         state = container.get(key)
-        terminated = state.get("terminated") if isinstance(state, Mapping) else None
-        if isinstance(terminated, Mapping) and terminated.get("reason") == OOM_KILLED_REASON:
+        terminated = state.get("terminated") if _is_map(state) else None
+        if _is_map(terminated) and terminated.get("reason") == OOM_KILLED_REASON:
             return terminated
     return None
