@@ -409,8 +409,6 @@ def _remediation(get: Getter) -> Remediation:
 
 def _prometheus(get: Getter) -> PrometheusSource:
     """LOOPBREAKER_PROMETHEUS_*: the URL, the cluster label, and bearer or basic auth."""
-    from loopbreaker.diagnosis.readers.flags import cluster_label_name, http_url
-
     raw_url, label = get("PROMETHEUS_URL"), get("PROMETHEUS_CLUSTER_LABEL")
     token, password = secret(get, "PROMETHEUS_BEARER_TOKEN"), secret(get, "PROMETHEUS_PASSWORD")
     username = get("PROMETHEUS_USERNAME")
@@ -435,6 +433,9 @@ def _prometheus(get: Getter) -> PrometheusSource:
             f"{PREFIX}PROMETHEUS_URL: holds credentials; give them as "
             f"{PREFIX}PROMETHEUS_USERNAME and {PREFIX}PROMETHEUS_PASSWORD"
         )
+    # Only with a URL: without one (Managed Prometheus) a cold start does not import them.
+    from loopbreaker.diagnosis.readers.flags import cluster_label_name, http_url
+
     try:
         base_url = http_url(raw_url)
     except argparse.ArgumentTypeError as exc:
