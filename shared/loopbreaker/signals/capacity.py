@@ -75,13 +75,23 @@ def _by_message_id() -> dict[str, Signature]:
     return found
 
 
+@cache
+def _catalog_order() -> dict[str, int]:
+    """Each signature's place in the catalog (the stronger first), built once."""
+    return {sig.id: n for n, sig in enumerate(catalog.load().signatures)}
+
+
 def autoscaler_kind(payload: Mapping[str, Any], fields: dict[str, Any]) -> Classified | None:
     """A visibility log entry: the strongest message it holds that is a signal (catalog
     order), with the zone, node pool and pod it names; None for any other payload."""
-    if not any(key in payload for key in _VISIBILITY_KEYS):
+    # Every Event no signature names comes through here: a plain loop, no generator.
+    for key in _VISIBILITY_KEYS:
+        if key in payload:
+            break
+    else:
         return None
     signatures = _by_message_id()
-    order = {sig.id: n for n, sig in enumerate(catalog.load().signatures)}
+    order = _catalog_order()
     best: tuple[int, Signature, Message] | None = None
     for message in _messages(payload):
         sig = signatures.get(message.message_id)

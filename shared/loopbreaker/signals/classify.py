@@ -93,7 +93,9 @@ def _classify(parts: _Parts) -> Signal:
     if reason:
         fields["reason"] = reason
     fill_from_text(text, fields, lowered)
-    fill_coordinator(fields)
+    # Only a pod that names its workload can be placed by its name: most entries name none.
+    if fields["coordinator"] is None and fields["pod"] and fields["workload"] is not None:
+        fill_coordinator(fields)
     fields["kind"] = kind
     # Cut before folding white space so a huge payload costs no more than a short one.
     fields["excerpt"] = _excerpt(text[: MAX_EXCERPT * 4])
@@ -353,7 +355,11 @@ def _audit(proto: Mapping[str, Any], fields: dict[str, Any]) -> tuple[SignalKind
     method = proto.get("methodName")
     resource_name = proto.get("resourceName")
     if isinstance(resource_name, str):
-        match = _INSTANCE.search(resource_name)
+        # The pattern opens with alternatives, which leave the regex engine no fast scan:
+        # start it at the slash before the first "zones/" (or at 0), where a match can
+        # start at the earliest; a pod's name holds none.
+        at = resource_name.find("zones/")
+        match = _INSTANCE.search(resource_name, max(0, at - 1)) if at >= 0 else None
         if match:
             fields["instance"] = match["name"]
             fields["node"] = fields["node"] or match["name"]

@@ -13,6 +13,7 @@ from typing import Any, TypeGuard
 from loopbreaker.model import SignalKind, WorkloadKind
 from loopbreaker.signals import catalog
 from loopbreaker.signals.catalog import Signature
+from loopbreaker.signals.matching import LiteralScan
 
 #: A container status that says the kernel killed it at its memory limit.
 OOM_KILLED_REASON = "OOMKilled"
@@ -50,23 +51,26 @@ def _event_signatures() -> dict[str, tuple[Signature, ...]]:
 
 
 @cache
-def _reason_patterns() -> tuple[Signature, ...]:
-    return tuple(s for s in catalog.load().events() if s.reason_pattern is not None)
+def _reason_patterns() -> tuple[tuple[Signature, ...], LiteralScan]:
+    """The signatures whose reason is a message, and one scan for all their literals."""
+    sigs = tuple(s for s in catalog.load().events() if s.reason_pattern is not None)
+    return sigs, LiteralScan(lit for s in sigs for lit in s.reason_literals)
 
 
 def _by_reason_pattern(reason: str) -> tuple[Signature, ...]:
     """Signatures whose reason is a message (JobSet v0.5): most reasons are no such one,
-    and their literal says so before the regex runs."""
-    found: tuple[Signature, ...] = ()
-    for sig in _reason_patterns():
-        lowered = reason.lower()
-        if (
-            any(lit in lowered for lit in sig.reason_literals)
-            and sig.reason_pattern
-            and (sig.reason_pattern.search(reason))
-        ):
-            found += (sig,)
-    return found
+    and one pass of the scan for all their literals says so, however many there are."""
+    sigs, scan = _reason_patterns()
+    held = scan.present(reason.lower())
+    if not held:
+        return ()
+    return tuple(
+        sig
+        for sig in sigs
+        if any(lit in held for lit in sig.reason_literals)
+        and sig.reason_pattern
+        and sig.reason_pattern.search(reason)
+    )
 
 
 @cache
@@ -136,13 +140,13 @@ def event_kind(payload: Mapping[str, Any], fields: dict[str, Any]) -> Classified
     line = f"{reason}: {message}" if message else reason
     kind = sig.kind
     fields["signature"] = sig.id
-    source = payload.get("source")
-    host = source.get("host") if _is_map(source) else None
-    reporter = host if isinstance(host, str) and host else None
     if kind is SignalKind.PRIORITY_PREEMPTED:
         _preemptor(payload, message, fields)
     elif kind in (SignalKind.EVICTED, SignalKind.IMAGE_PULL_FAILED) and obj_kind == "Pod":
         # The kubelet that evicted the pod, or failed to pull its image, reports from its node.
+        source = payload.get("source")
+        host = source.get("host") if _is_map(source) else None
+        reporter = host if isinstance(host, str) and host else None
         fields["node"] = fields["node"] or reporter
         if kind is SignalKind.IMAGE_PULL_FAILED:
             return kind, line, pull_error(message) or reason

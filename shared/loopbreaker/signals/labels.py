@@ -16,6 +16,7 @@ _NODE_IN_TEXT = (
 )
 # Guards of _NODE_IN_TEXT, in order (None: the syslog pattern, checked by its shape).
 _NODE_GUARDS = ("node '", "status is now", None)
+_NODE_GUARDED = tuple(zip(_NODE_IN_TEXT, _NODE_GUARDS, strict=True))
 _POOL_IN_TEXT = re.compile(r"node pool '(?P<pool>[^']+)'", re.I)
 _POD_NAME = re.compile(r"^(?P<rest>.+)-(?P<job>\d+)-(?P<pod>\d+)-[a-z0-9]{5}$")
 
@@ -25,7 +26,7 @@ def fill_from_text(text: str, fields: dict[str, Any], lowered: str | None = None
     ``lowered``: the text lowered, when the caller has it."""
     lowered = text.lower() if lowered is None else lowered
     if not fields.get("node"):
-        for pattern, guard in zip(_NODE_IN_TEXT, _NODE_GUARDS, strict=True):
+        for pattern, guard in _NODE_GUARDED:
             if guard is None:
                 # The syslog pattern anchors at line starts: a one-line text can only
                 # match at 0, and only if it starts like "May".
@@ -49,18 +50,19 @@ def workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
         return
     workload, kind, kubeflow = workload_of(labels)
     fields["workload"] = workload
-    replica_type = labels.get("k8s-pod/training_kubeflow_org/replica-type")
-    replica_index = labels.get("k8s-pod/training_kubeflow_org/replica-index")
+    get = labels.get  # every container entry's labels: bound once
+    replica_type = get("k8s-pod/training_kubeflow_org/replica-type")
+    replica_index = get("k8s-pod/training_kubeflow_org/replica-index")
     if kind is not None or kubeflow:
         fields["workload_kind"] = kind
     if kubeflow:
         fields["replica_type"] = replica_type.lower() if replica_type else None
     coordinator: bool | None = None
-    job_index = labels.get("k8s-pod/jobset_sigs_k8s_io/job-index")
-    pod_index = labels.get("k8s-pod/batch_kubernetes_io/job-completion-index")
+    job_index = get("k8s-pod/jobset_sigs_k8s_io/job-index")
+    pod_index = get("k8s-pod/batch_kubernetes_io/job-completion-index")
     if job_index is not None and pod_index is not None:
         coordinator = job_index == "0" and pod_index == "0"
-    endpoint = labels.get("k8s-pod/jobset_sigs_k8s_io/coordinator")
+    endpoint = get("k8s-pod/jobset_sigs_k8s_io/coordinator")
     pod = fields.get("pod")
     if coordinator is None and endpoint and isinstance(pod, str):
         # The label holds the coordinator's endpoint "<jobset>-<rjob>-<job>-<pod>.<subdomain>";

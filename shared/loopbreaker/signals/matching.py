@@ -165,13 +165,14 @@ class TextRules:
         self, signatures: Sequence[Signature], container: bool, ordinary: str = ""
     ) -> None:
         """``ordinary``: lines of the same sources that match nothing (anchor choice)."""
+        # Each with whether a lead is backed off (see _at_leads), decided once here.
         self.rules = tuple(
-            (s, s.pattern, s.requirements, s.leads)
+            (s, s.pattern, s.requirements, s.leads, any(back for _, back in s.leads))
             for s in signatures
             if s.pattern is not None and s.applies_to(container)
         )
         rules_of: dict[str, list[int]] = {}
-        for index, (sig, _, _, _) in enumerate(self.rules):
+        for index, (sig, *_) in enumerate(self.rules):
             for literal in sig.literals:
                 rules_of.setdefault(literal, []).append(index)
         self.scan = LiteralScan(rules_of, ordinary)
@@ -196,13 +197,18 @@ class TextRules:
         if not anchors:
             return None  # most lines: one pass of one regex, nothing more
         rules_of = self.rules_of
-        candidates: set[int] = set()
-        for anchor in anchors:
-            candidates.update(rules_of[anchor])
+        order: Iterable[int]
+        if len(anchors) == 1:
+            order = rules_of[anchors[0]]  # already in catalog order
+        else:
+            candidates: set[int] = set()
+            for anchor in anchors:
+                candidates.update(rules_of[anchor])
+            order = sorted(candidates)
         # lower() may change the length of non-ASCII text; then offsets do not carry over.
         same_length = len(lowered) == len(text)
-        for index in sorted(candidates) if len(candidates) > 1 else candidates:
-            sig, pattern, requirements, leads = self.rules[index]
+        for index in order:
+            sig, pattern, requirements, leads, backed = self.rules[index]
             # Every literal set the pattern needs, before its regex (inlined: this loop runs
             # for every line that holds a literal).
             held = True
@@ -216,7 +222,7 @@ class TextRules:
             if not held:
                 continue
             if leads and same_length:
-                found = _at_leads(pattern, text, lowered, leads)
+                found = _at_leads(pattern, text, lowered, leads, backed)
             else:
                 found = pattern.search(text)
             if found is not None:
@@ -225,13 +231,17 @@ class TextRules:
 
 
 def _at_leads(
-    pattern: re.Pattern[str], text: str, lowered: str, leads: tuple[tuple[str, int], ...]
+    pattern: re.Pattern[str],
+    text: str,
+    lowered: str,
+    leads: tuple[tuple[str, int], ...],
+    backed: bool,
 ) -> re.Match[str] | None:
     """``pattern.search(text)``, tried only where a match can start: at the occurrences of
     the literals every match starts with (``back`` 0), else from the first of them backed
     off. A pattern that opens with ``\\b`` or alternatives gets no fast scan from the
     regex engine; this is it."""
-    if any(back for _, back in leads):
+    if backed:  # some lead is backed off: search once, from the first of them
         first = -1
         for literal, back in leads:
             at = lowered.find(literal)
@@ -240,6 +250,16 @@ def _at_leads(
                 if first < 0 or at < first:
                     first = at
         return pattern.search(text, first) if first >= 0 else None
+    if len(leads) == 1:
+        # One literal (most patterns): its occurrences come in order, no list to sort.
+        literal = leads[0][0]
+        at = lowered.find(literal)
+        while at >= 0:
+            found = pattern.match(text, at)
+            if found is not None:
+                return found
+            at = lowered.find(literal, at + 1)
+        return None
     places: list[int] = []
     for literal, _ in leads:
         at = lowered.find(literal)
@@ -258,12 +278,14 @@ def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
     # PyTorch 2.3+ prefixes every line of a rank's stderr with "[rankN]:": the rank of
     # any signature's line, without each pattern searching for it.
     rank = _RANK_PREFIX.match(line) if line.startswith("[rank") else None
-    if sig.pattern is None or not sig.pattern.groupindex:
+    # Read once: each read of groupindex builds a new proxy of it.
+    groups = sig.pattern.groupindex if sig.pattern is not None else None
+    if not groups:
         # Most signatures capture nothing.
         return TextMatch(sig.kind, line, f"rank {rank[1]}" if rank else None, sig)
     kind = sig.kind
     parts: list[str] = []
-    number = found["xid"] if "xid" in sig.pattern.groupindex else None
+    number = found["xid"] if "xid" in groups else None
     if number:
         entry = xid.lookup(int(number))
         kind = _XID_KINDS.get(entry.cls, SignalKind.GPU_ERROR)
@@ -272,9 +294,9 @@ def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
         value = found[group] or (rank[1] if rank and group == "rank" else None)
         if value:
             parts.append(f"{label} {value.strip()}" if label else value.strip())
-    if rank and "rank" not in sig.pattern.groupindex:
+    if rank and "rank" not in groups:
         parts.append(f"rank {rank[1]}")
-    node = found["node"] if "node" in sig.pattern.groupindex else None
+    node = found["node"] if "node" in groups else None
     return TextMatch(kind, line, ", ".join(parts) or None, sig, node)
 
 
