@@ -18,8 +18,10 @@ ratios much less.
       Now main.py imports the builders inside its entry points and the queries fill the
       catalog's terms on first use, so the cold import is functions-framework plus the
       settings (~175 ms); the dataclass definitions are the largest cost left of ours.
-  (2) LogEntries classified per second (json.loads + classify) vs bare
-      json.loads of the same 100,000 entries                           target >= 40 %
+  (2) LogEntries classified per second (entries parsed) vs bare json.loads of the
+      same 100,000 entries                                             target >= 50 %
+      (issue 41: 42 % at 8e4c544, about 40 % at 8e9bc66); its profile is written
+      down in bench_throughput.
   (3) a 10,000-entry storm through the Responder and the SQLite store: incidents
       opened (== 1), store transactions per entry (<= 1), queries per incident (<= the
       default query budget)
@@ -68,7 +70,9 @@ MAIN = ROOT / "functions" / "main.py"
 IMPORT_TARGET = 0.15
 #: The cold-import ratio at 8e4c544, before the catalog (issue 41).
 IMPORT_BEFORE = 0.14
-THROUGHPUT_TARGET = 0.40
+THROUGHPUT_TARGET = 0.50
+#: Classification vs json.loads at 8e4c544, before the catalog (issue 41).
+THROUGHPUT_BEFORE = 0.42
 TX_PER_ENTRY_TARGET = 1.0
 FIRESTORE_CONCURRENCY = 32
 FIRESTORE_COMMITS_TARGET = 1.1
@@ -172,6 +176,39 @@ def best_of(runs: int, *works: Callable[[], None]) -> list[float]:
 
 
 def bench_throughput(count: int, runs: int, chunk: int = 10_000) -> Result:
+    """Classification of parsed entries vs json.loads of their text, chunk by chunk.
+
+    Where the time goes (cProfile over 30,000 of these entries, by own time; 2 cores):
+
+    At 7c59012 (about 40 %): _classify 11-14 % (a 16-key fields dict, then copied over
+    the Signal's defaults into its __dict__), _parts 10 % (the checks of every field),
+    1.1 M dict.get 12 % (36 an entry), matching.match 15 % with its findall and search,
+    kube_events.event_kind 10 % (isinstance(x, Mapping): an ABC check, a Python-level
+    call, 1.5 an entry), _str_map 5 % (every label's type), fast_utc 4 %, _excerpt 4 %.
+    Single entries, timed alone: a kubelet pull failure spent 9 of its 19 us in three
+    regexes led by \\b (no fast scan) over its 600-character message, a kernel OOM line
+    8 us in the memory-cgroup regex (led by alternatives), a text match 1.4 us in
+    _at_leads where the regex alone took 0.9.
+
+    Now (about 46 %, 2.34 M calls instead of 2.83 M): _classify builds the Signal's
+    __dict__ itself, defaults first; _parts parses the sinks' timestamp form at once and
+    makes its tuple without the NamedTuple's __new__; those regexes start where a match
+    can start or not at all; a Mapping is tested by exact type first; a single-literal
+    lead scans its occurrences directly. The top own times are _classify, _parts and
+    dict.get (~13 % each: one read per field the Signal carries), _str_map 6 %, fast_utc
+    4-5 %, event_kind 4 %, match 4 % + findall 4 % + search 3 %, _excerpt 2-3 %.
+
+    Catalog size: a line no signature can match costs one findall of one LiteralScan
+    (matching.py), an Event one dict look-up by reason plus, when no signature names
+    the reason, one scan of the reason-message literals (kube_events.py), an audit entry
+    one look-up by method; only candidates get the full patterns.
+
+    What is left is spread thin, and the bench adds memory to it: entries a chunk apart
+    are out of the caches, so every field read misses (about 13 us an entry here against
+    9.5 us on one entry repeated). Costly single entries left: a node-problem-detector
+    status line (the catalog's hardware_error pattern ends in a negative look-ahead that
+    rescans the line, 6 us) and an audited pod deletion (its whole pod, 17-26 us).
+    """
     texts = realistic_entries(count)
     loads = json.loads
     parsed = [loads(t) for t in texts]
@@ -201,10 +238,14 @@ def bench_throughput(count: int, runs: int, chunk: int = 10_000) -> Result:
     print(f"    json.loads only              {count / t_loads:12,.0f} entries/s")
     print(f"    classify (entries parsed)    {count / t_classify:12,.0f} signals/s")
     print(f"    json.loads + classify        {count / t_pipeline:12,.0f} signals/s")
-    print(f"    classify {ratio:.1%} of json.loads (target >= {THROUGHPUT_TARGET:.0%})")
+    before, goal = f"{THROUGHPUT_BEFORE:.0%} (8e4c544)", f">= {THROUGHPUT_TARGET:.0%}"
+    print(f"    classify {ratio:.1%} of json.loads   before {before}   goal {goal}")
     print(f"    json.loads + classify {t_loads / t_pipeline:.1%} of json.loads alone")
     return Result(
-        "classify throughput", f"{ratio:.1%}", f">= {THROUGHPUT_TARGET:.0%}", ratio >= 0.40
+        "classify throughput",
+        f"{ratio:.1%}",
+        f">= {THROUGHPUT_TARGET:.0%} (before {THROUGHPUT_BEFORE:.0%})",
+        ratio >= THROUGHPUT_TARGET,
     )
 
 

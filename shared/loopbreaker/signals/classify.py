@@ -251,18 +251,25 @@ def _parts(entry: object) -> _Parts:
     insert_id = get("insertId")
     if insert_id is not None and not isinstance(insert_id, str):
         raise InvalidLogEntry(f"'insertId' must be a string, got {_type_name(insert_id)}")
-    return _Parts(
-        resource_type,
-        rlabels,
-        labels,
-        log_name,
-        text_payload or "",
-        json_payload,
-        proto_payload,
-        timestamp,
-        severity,
-        insert_id,
+    # tuple.__new__ directly: the NamedTuple's own __new__ is a Python-level call.
+    return _new_tuple(
+        _Parts,
+        (
+            resource_type,
+            rlabels,
+            labels,
+            log_name,
+            text_payload or "",
+            json_payload,
+            proto_payload,
+            timestamp,
+            severity,
+            insert_id,
+        ),
     )
+
+
+_new_tuple = tuple.__new__
 
 
 # Signal is a frozen dataclass of 25 fields: its generated __init__ calls
