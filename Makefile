@@ -87,6 +87,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py || status=1; \
 	$(BIN)/python bench/bench_diagnose_memory.py || status=1; \
 	$(BIN)/python bench/bench_replay_memory.py || status=1; \
+	$(BIN)/python bench/bench_time_to_verdict.py || status=1; \
 	LOOPBREAKER_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/hostile || status=1; \
 	exit $$status
