@@ -148,6 +148,11 @@ class FakeStore:
         due = [i for i in self.incidents.values() if i.settle_at and i.settle_at <= now]
         return [i.id for i in sorted(due, key=lambda i: (i.settle_at, i.id))][:limit]
 
+    def next_settle(self, after: datetime) -> datetime | None:
+        self._react("next_settle")
+        later = [i.settle_at for i in self.incidents.values() if i.settle_at and i.settle_at > after]
+        return min(later) if later else None
+
     def expiring(self, now: datetime, limit: int) -> list[str]:
         self._react("expiring")
         found = [i for i in self.incidents.values() if i.expires_at and i.expires_at <= now]

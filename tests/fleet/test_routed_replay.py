@@ -36,7 +36,8 @@ from loopbreaker.replay import run as replay
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "telemetry"
 GLOBAL = "C0GLOBAL01"
 CHANNELS = {"team-llm": "C0TEAMLLM1", "team-nlp": "C0TEAMNLP1", "shadowed": "C0SHADOW01"}
-WORKLOAD_CAUSES = "[out_of_memory, gpu_out_of_memory, application, image_pull]"
+# A workload incident diagnosed before its loop shows ("no_restart_loop") is the team's too.
+WORKLOAD_CAUSES = "[out_of_memory, gpu_out_of_memory, application, image_pull, no_restart_loop]"
 
 
 def route_file(destination: str, ids: dict[str, str], default: str) -> str:

@@ -187,6 +187,20 @@ def test_due_and_expiring_follow_their_times(store: IncidentStore) -> None:
     assert store.expiring(at + stale, 10) == [a.id]
 
 
+def test_next_settle_is_the_earliest_settle_time_after_a_moment(store: IncidentStore) -> None:
+    # on_schedule waits within its minute for this moment (Responder.settle_minute).
+    assert store.next_settle(T0) is None
+    a = store.ingest(arrival("a", 0)).incident
+    later = T0 + timedelta(seconds=30)
+    b = store.ingest(
+        arrival("b", 0, key=IncidentKey(None, None, Scope.NODE, "n1"), now=later)
+    ).incident
+    assert a and b and a.settle_at and b.settle_at and a.settle_at < b.settle_at
+    assert store.next_settle(T0) == a.settle_at
+    assert store.next_settle(a.settle_at) == b.settle_at  # strictly after
+    assert store.next_settle(b.settle_at) is None
+
+
 def test_list_filters_states_newest_first(store: IncidentStore) -> None:
     first = store.ingest(arrival("a", 0)).incident
     second = store.ingest(

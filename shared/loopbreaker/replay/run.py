@@ -11,8 +11,8 @@ on; a file whose structure breaks is read up to the break, reported in
 The replay runs on the live timeline: the deliveries are staged on disk and fed in
 event-time order (:class:`~loopbreaker.replay.reader.EventOrder`; exports are newest
 first; entries that match no rule touch no incident and are handled as read), the
-clock following their timestamps, and ``settle`` runs at every minute of event time at
-which an incident is due, as ``on_schedule`` would have. A failure is diagnosed when it
+clock following their timestamps, and ``settle`` runs at each incident's own settle time,
+as ``on_schedule`` does within its minute. A failure is diagnosed when it
 settles, before the next one arrives. At the end the clock runs on past the last settle
 time. Approval requests the diagnoses open are dated by the wall clock: whoever approves
 does so now. Per-item log lines are INFO (rejections included): the summary lists the
@@ -283,44 +283,39 @@ def _first_pass(
 
 
 class _Schedule:
-    """``on_schedule`` on the replay clock: ``settle`` at each minute at which an
-    incident is due, and only then (a quiet hour costs no settle)."""
+    """``on_schedule`` on the replay clock, as it runs live (``Responder.settle_minute``):
+    each incident settled at its own settle time, and what a settle batch left over at
+    the next minute's run. A quiet hour costs no settle."""
 
     def __init__(
         self, responder: Responder, store: SqliteStore, clock: ReplayClock, total: SettleReport
     ) -> None:
         self.responder, self.store, self.clock, self.total = responder, store, clock, total
-        #: The last minute already run (nothing before the first entry is due).
-        self.last = _minute(clock.now)
+        #: The moment of the last settle (nothing before the first entry is due).
+        self.last = clock.now
 
     def run_until(self, moment: datetime, between: Callable[[], None] | None = None) -> None:
-        """Run every due minute up to ``moment``; ``between`` is called before each."""
-        end = _minute(moment)
-        # Each pass moves ``last`` on by a minute at least: it ends.
-        while self.last < end:
-            tick = self._first_due(end)
-            if tick is None:
-                self.last = end
-                return
+        """Run every settle due up to ``moment``; ``between`` is called before each."""
+        # Each pass moves ``last`` on: it ends.
+        while (tick := self._next(moment)) is not None:
             if between is not None:
                 between()
             self.clock.advance_to(tick)
             self.total.add(self.responder.settle(tick))
             self.last = tick
 
-    def _first_due(self, end: datetime) -> datetime | None:
-        """The first minute in (last, end] at which an incident is due (due stays due
-        until a settle: a binary search over the minutes)."""
-        if not self.store.due(end, 1):
-            return None
-        low, high = 1, (end - self.last) // TICK
-        while low < high:
-            mid = (low + high) // 2
-            if self.store.due(self.last + mid * TICK, 1):
-                high = mid
-            else:
-                low = mid + 1
-        return self.last + low * TICK
+    def _next(self, moment: datetime) -> datetime | None:
+        """The next settle in (last, moment]: the earliest settle time after the last run,
+        or, for incidents a batch left due, the next minute's run."""
+        found = []
+        later = self.store.next_settle(self.last)
+        if later is not None and later <= moment:
+            found.append(later)
+        if self.store.due(self.last, 1):
+            minute = _minute(self.last) + TICK
+            if minute <= moment:
+                found.append(minute)
+        return min(found) if found else None
 
 
 def _minute(moment: datetime) -> datetime:

@@ -33,6 +33,9 @@ The class is assembled here from its halves, each a module of its own:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
+
 from loopbreaker.responder.assessment import Assessment, assess, durations, merge_evidence
 
 # Private, but the tests read it from here; the same dict, so it is the one being filled.
@@ -71,5 +74,30 @@ __all__ = [
 ]
 
 
+#: How often Cloud Scheduler calls on_schedule (its finest period), and how much of it one
+#: run may spend waiting for settle times, leaving the next run room to start.
+SCHEDULE_PERIOD = timedelta(minutes=1)
+SCHEDULE_MARGIN = timedelta(seconds=5)
+#: Settle passes one run makes at most: a bound on a run, whatever the store says.
+MAX_SETTLES_PER_RUN = 60
+
+
 class Responder(Ingesting, Settling):
     """The one service behind ``on_log_entry``, ``on_schedule`` and ``loopbreaker replay``."""
+
+    def settle_minute(self, sleep: Callable[[float], None]) -> SettleReport:
+        """One ``on_schedule`` run: settle now, then each incident at its own settle time
+        until shortly before the next run. An incident is diagnosed when its quiet period
+        (the storm debounce) has passed, not at the next minute after that."""
+        start = self.clock()
+        until = start + SCHEDULE_PERIOD - SCHEDULE_MARGIN
+        total = self.settle(start)
+        for _ in range(MAX_SETTLES_PER_RUN):
+            due = self.store.next_settle(self.clock())
+            if due is None or due >= until:
+                break
+            wait = (due - self.clock()).total_seconds()
+            if wait > 0:
+                sleep(wait)
+            total.add(self.settle(max(due, self.clock())))
+        return total

@@ -87,6 +87,10 @@ class IncidentStore(Protocol):
         """Ids of incidents whose settle time has passed, oldest first."""
         ...
 
+    def next_settle(self, after: datetime) -> datetime | None:
+        """The earliest settle time later than ``after``; None when no incident has one."""
+        ...
+
     def expiring(self, now: datetime, limit: int) -> list[str]:
         """Ids of incidents whose approval request is past its expiry."""
         ...

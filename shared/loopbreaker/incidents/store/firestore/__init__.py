@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from loopbreaker import incidents
@@ -348,6 +348,18 @@ class FirestoreStore:
 
     def expiring(self, now: datetime, limit: int) -> list[str]:
         return self._ids_before("expires_at", now, limit)
+
+    def next_settle(self, after: datetime) -> datetime | None:
+        from google.cloud.firestore_v1.base_query import FieldFilter
+
+        query = (
+            self._incidents.where(filter=FieldFilter("settle_at", ">", after))
+            .order_by("settle_at")
+            .limit(1)
+        )
+        found = self._call(lambda: list(query.stream()))
+        value = found[0].get("settle_at") if found else None
+        return value.astimezone(UTC) if isinstance(value, datetime) else None
 
     def _ids_before(self, field: str, now: datetime, limit: int) -> list[str]:
         from google.cloud.firestore_v1.base_query import FieldFilter

@@ -372,6 +372,13 @@ class SqliteStore:
             ).fetchall()
         return [r[0] for r in rows]
 
+    def next_settle(self, after: datetime) -> datetime | None:
+        with self._reading() as db:
+            row = db.execute(
+                "SELECT MIN(settle_at) FROM incidents WHERE settle_at > ?", (epoch_us(after),)
+            ).fetchone()
+        return from_epoch_us(row[0]) if row and row[0] is not None else None
+
     def expiring(self, now: datetime, limit: int) -> list[str]:
         with self._reading() as db:
             rows = db.execute(
