@@ -150,7 +150,9 @@ class FakeStore:
 
     def next_settle(self, after: datetime) -> datetime | None:
         self._react("next_settle")
-        later = [i.settle_at for i in self.incidents.values() if i.settle_at and i.settle_at > after]
+        later = [
+            i.settle_at for i in self.incidents.values() if i.settle_at and i.settle_at > after
+        ]
         return min(later) if later else None
 
     def expiring(self, now: datetime, limit: int) -> list[str]:
