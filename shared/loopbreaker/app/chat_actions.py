@@ -71,7 +71,7 @@ from loopbreaker.errors import (
     Unauthenticated,
 )
 from loopbreaker.incidents import Incident
-from loopbreaker.incidents.routes import Routes
+from loopbreaker.incidents.routes import Routes, route_of
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.queue import RemediationQueue, publish_approved
@@ -264,7 +264,7 @@ class ChatActions:
         published = None
         if decision is Decision.APPROVED:
             published, incident = publish_approved(self.store, self.queue, incident, now, self._log)
-        route = self.routes.route_of(incident) if self.routes is not None else None
+        route = route_of(self.routes, incident)
         message = notify.render(incident, route=route)
         reply: dict[str, Any] = {
             "text": message.approval_note or f"incident {incident.id} {decision.value}",

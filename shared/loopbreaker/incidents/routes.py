@@ -96,6 +96,11 @@ class Routes:
         return any(r.approvers for r in self.all())
 
 
+def route_of(routes: Routes | None, incident: Incident) -> Route | None:
+    """The incident's route for its message, or None without ``LOOPBREAKER_ROUTES``."""
+    return routes.route_of(incident) if routes is not None else None
+
+
 def facts_of(incident: Incident) -> RouteFacts:
     """The incident's project, cluster, namespace, workload and verdict.
 

@@ -23,7 +23,7 @@ from loopbreaker.chat.notify import Notifier
 from loopbreaker.errors import ActionFailed, InvalidInput, TransientError
 from loopbreaker.incidents import Incident, PauseRecord, State
 from loopbreaker.incidents.remediation import Outcome, Step, StepRecord
-from loopbreaker.incidents.routes import Routes
+from loopbreaker.incidents.routes import Routes, route_of
 from loopbreaker.incidents.store.base import IncidentStore
 from loopbreaker.logs import event, get_logger
 from loopbreaker.remediation.actuators import (
@@ -222,7 +222,7 @@ class RemediatorCore:
         return Report(result, current.id, note, steps)
 
     def _post(self, incident: Incident, pause: PauseRecord | None = None) -> None:
-        route = self.routes.route_of(incident) if self.routes is not None else None
+        route = route_of(self.routes, incident)
         message = notify.render(incident, pause=pause, route=route)
         if message.fingerprint == incident.notified_fingerprint:
             return
