@@ -60,22 +60,21 @@ def fast_utc(value: str) -> datetime | None:
     """The form log sinks write (``2026-05-20T08:11:54.727716594Z``) without the full
     parser, ten times faster and with its answer; None for anything else (parse it with
     :func:`parse_rfc3339`, which names what is wrong)."""
-    if (
-        len(value) >= 20
-        and value[-1] == "Z"
-        and value[4] == value[7] == "-"
-        and value[10] == "T"
-        and value[13] == value[16] == ":"
-        # fromisoformat reads ASCII digits only: isdigit() just rules out "54.Z".
-        and (len(value) == 20 or value[19] == "." and value[20:-1].isdigit())
-    ):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
+    # The separators sit every third character from the fifth ("-", "-", "T", ":", ":",
+    # then "." or the "Z" of a whole second): one slice tests all six.
+    if len(value) == 20:
+        if value[4:20:3] != "--T::Z":
             return None
-        # Out-of-range years take the validating path, which names the problem.
-        return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
-    return None
+    # fromisoformat reads ASCII digits only: isdigit() just rules out "54.Z", which it
+    # would take for 54 s.
+    elif value[4:20:3] != "--T::." or value[-1] != "Z" or not value[20:-1].isdigit():
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    # Out-of-range years take the validating path, which names the problem.
+    return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
 
 
 def in_range(moment: datetime, *, what: str = "time", value: str | None = None) -> datetime:

@@ -521,3 +521,64 @@ def test_a_text_that_matches_holds_one_of_the_derived_literals(pattern: str, tex
 def test_every_filter_fits_the_logging_limit() -> None:
     for name, text in sink_filters.FILTERS.items():
         assert len(text) <= sink_filters.MAX_FILTER_LENGTH, name
+
+
+LEAD_PATTERNS = [
+    *PATTERNS,
+    # A group of alternatives first: each alternative's literal leads (the catalog's
+    # hardware_error and host_error_text signatures open this way).
+    r"(?i)(?:hardware (?:failure|error)|machine check)(?![^\n]*(?:\bcorrected\b|Pattern:))",
+    r"\b(?:Host error|host_error|hosterror)\b",
+    r"(?P<what>NCCL WARN|Watchdog) caught",
+]
+LEAD_ALPHABET = st.sampled_from(
+    [
+        "mce: [Hardware Error]: ",
+        "hardware failure",
+        "Machine Check Exception",
+        " corrected",
+        "Host error",
+        "host_error",
+        "Watchdog caught",
+        "NCCL WARN caught",
+        "NCCL WARN ",
+        "timed out",
+        "KERNEL PANIC",
+        "CUDA out of memory. Tried to allocate 2.00 GiB",
+        "0/8 nodes are available: 8 Insufficient nvidia.com/gpu",
+        " ",
+        "x",
+        "\n",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.sampled_from(LEAD_PATTERNS), st.lists(LEAD_ALPHABET, max_size=6).map("".join))
+def test_every_match_starts_where_a_lead_allows(pattern: str, text: str) -> None:
+    """The classifier tries a pattern only at its leads: every match starts at most
+    ``back`` characters before an occurrence of one of them."""
+    leads = catalog.leading_literals(pattern)
+    if not leads:
+        return  # the classifier searches the whole line
+    lowered = text.lower()
+    for found in re.finditer(pattern, text):
+        start = found.start()
+        assert any(0 <= lowered.find(lit, start) - start <= back for lit, back in leads), (
+            pattern,
+            text,
+            leads,
+        )
+
+
+def test_a_group_of_alternatives_leads_with_each_of_its_literals() -> None:
+    leads = catalog.leading_literals(
+        r"(?:hardware (?:failure|error)|machine check)(?![^\n]*Pattern:)", True
+    )
+    assert leads == (("hardware ", 0), ("machine check", 0))
+    assert catalog.leading_literals(r"\b(?:Host error|hosterror)\b") == (
+        ("host error", 0),
+        ("hosterror", 0),
+    )
+    # One alternative with no literal of its own: no leads, the line is searched whole.
+    assert catalog.leading_literals(r"(?:\d+ nodes|machine check) x") == ()

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple, NoReturn, TypeGuard
 
 from loopbreaker.errors import InvalidContext, InvalidLogEntry
 from loopbreaker.model import Signal, SignalKind
@@ -62,16 +62,28 @@ def triage(entry: object) -> Quiet | Signal:
 
 
 def _classify(parts: _Parts) -> Signal:
-    rlabels, labels = parts.rlabels, parts.labels
+    # Unpacked at once: one step instead of a descriptor call per field read.
+    (
+        resource_type,
+        rlabels,
+        labels,
+        log_name,
+        text_payload,
+        json_payload,
+        proto_payload,
+        timestamp,
+        severity,
+        insert_id,
+    ) = parts
     # Every entry comes through here: the label maps' bound get, read once each.
     rget, lget = rlabels.get, labels.get
     zone = rget("zone")
     # The Signal's __dict__ itself, defaults first (see _new_signal): no second copy.
     fields: dict[str, Any] = {
         **_SIGNAL_DEFAULTS,
-        "timestamp": parts.timestamp,
-        "severity": parts.severity,
-        "project": rget("project_id") or _project_from_log_name(parts.log_name),
+        "timestamp": timestamp,
+        "severity": severity,
+        "project": rget("project_id") or _project_from_log_name(log_name),
         "cluster": rget("cluster_name"),
         "location": rget("location") or zone,
         "node_pool": rget("node_pool_name") or lget("k8s-node/cloud_google_com/gke-nodepool"),
@@ -81,14 +93,14 @@ def _classify(parts: _Parts) -> Signal:
         "container": rget("container_name"),
         "instance_id": rget("instance_id"),
         "zone": zone,
-        "insert_id": parts.insert_id,
-        "log_name": parts.log_name,
-        "resource_type": parts.resource_type,
+        "insert_id": insert_id,
+        "log_name": log_name,
+        "resource_type": resource_type,
     }
     workload_fields(labels, fields)
 
     kind, text, reason, lowered = _classify_payload(
-        parts.resource_type, parts.text, parts.json_payload, parts.proto_payload, fields
+        resource_type, text_payload, json_payload, proto_payload, fields
     )
     if reason:
         fields["reason"] = reason
@@ -227,14 +239,24 @@ def _parts(entry: object) -> _Parts:
     text_payload = get("textPayload")
     raw_json = get("jsonPayload")
     raw_proto = get("protoPayload")
-    if (text_payload is not None) + (raw_json is not None) + (raw_proto is not None) > 1:
-        present = [p for p in _PAYLOADS if get(p) is not None]
-        raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
-    if text_payload is not None and not isinstance(text_payload, str):
-        raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
-    # JSON objects are dicts: only anything else needs the general check.
-    json_payload = raw_json if type(raw_json) is dict else _opt_map(raw_json, "jsonPayload")
-    proto_payload = raw_proto if type(raw_proto) is dict else _opt_map(raw_proto, "protoPayload")
+    # One payload, and only the one present is checked further (most are text).
+    if text_payload is not None:
+        if raw_json is not None or raw_proto is not None:
+            _payloads(get)
+        if not isinstance(text_payload, str):
+            raise InvalidLogEntry(f"'textPayload' must be a string, got {_type_name(text_payload)}")
+        json_payload = proto_payload = None
+    elif raw_json is not None:
+        if raw_proto is not None:
+            _payloads(get)
+        # JSON objects are dicts: only anything else needs the general check.
+        json_payload = raw_json if type(raw_json) is dict else _opt_map(raw_json, "jsonPayload")
+        proto_payload = None
+    else:
+        json_payload = None
+        proto_payload = (
+            raw_proto if type(raw_proto) is dict else _opt_map(raw_proto, "protoPayload")
+        )
 
     # The form sinks write, parsed at once; anything else (and every error) by _timestamp.
     stamp = get("timestamp")
@@ -270,6 +292,12 @@ def _parts(entry: object) -> _Parts:
 
 
 _new_tuple = tuple.__new__
+
+
+def _payloads(get: Any) -> NoReturn:
+    """Raise for an entry that carries more than one payload, naming them."""
+    present = [p for p in _PAYLOADS if get(p) is not None]
+    raise InvalidLogEntry(f"a LogEntry carries one payload, this one has {', '.join(present)}")
 
 
 # Signal is a frozen dataclass of 25 fields: its generated __init__ calls

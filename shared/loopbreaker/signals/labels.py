@@ -25,6 +25,8 @@ def fill_from_text(text: str, fields: dict[str, Any], lowered: str | None = None
     """The node and node pool a text names, where the entry's labels named none;
     ``lowered``: the text lowered, when the caller has it."""
     lowered = text.lower() if lowered is None else lowered
+    # The first two node patterns and the pool's name "node": most texts hold none.
+    named = "node" in lowered
     if not fields.get("node"):
         for pattern, guard in _NODE_GUARDED:
             if guard is None:
@@ -32,13 +34,13 @@ def fill_from_text(text: str, fields: dict[str, Any], lowered: str | None = None
                 # match at 0, and only if it starts like "May".
                 if "\n" not in text and not (text[:1].isupper() and text[1:3].islower()):
                     continue
-            elif guard not in lowered:
+            elif not named or guard not in lowered:
                 continue
             match = pattern.search(text)
             if match:
                 fields["node"] = match["node"]
                 break
-    if not fields.get("node_pool") and "node pool '" in lowered:
+    if named and not fields.get("node_pool") and "node pool '" in lowered:
         match = _POOL_IN_TEXT.search(text)
         if match:
             fields["node_pool"] = match["pool"]

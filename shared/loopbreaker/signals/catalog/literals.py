@@ -149,17 +149,41 @@ def leading_literals(pattern: str, ignore_case: bool = False) -> tuple[tuple[str
     leads: set[tuple[str, int]] = set()
     for alternative in _alternatives(pattern):
         parsed = _sre.parse(alternative, flags)
-        found = _lead(parsed)
+        found = _leads_of(list(parsed), parsed.state)
         if found is None:
             return ()
-        leads.add(found)
+        leads.update(found)
     return tuple(sorted(leads))
 
 
-def _lead(parsed: Any) -> tuple[str, int] | None:
+def _leads_of(items: list[tuple[Any, Any]], state: Any) -> set[tuple[str, int]] | None:
+    """The leads of a sequence: a group of alternatives it opens with (after zero-width
+    items such as ``\\b``) is read alternative by alternative, each followed by the rest,
+    so that ``(?:hardware error|machine check)...`` is searched at its two literals, not
+    scanned from the start of the line."""
+    start = 0
+    while start < len(items) and items[start][0] in _ZERO_WIDTH:
+        start += 1
+    # Zero-width items keep their place: "\b(?:a|b)" is "\ba" or "\bb".
+    head, rest = items[:start], items[start + 1 :]
+    if start < len(items) and items[start][0] is _C.SUBPATTERN:
+        # A capturing group (the parser flattens the others into their parent).
+        return _leads_of([*head, *items[start][1][-1], *rest], state)
+    if start < len(items) and items[start][0] is _C.BRANCH:
+        leads: set[tuple[str, int]] = set()
+        for branch in items[start][1][1]:
+            found = _leads_of([*head, *branch, *rest], state)
+            if found is None:
+                return None
+            leads.update(found)
+        return leads
+    lead = _lead(items, state)
+    return None if lead is None else {lead}
+
+
+def _lead(items: list[tuple[Any, Any]], state: Any) -> tuple[str, int] | None:
     """The first literal run of MIN_LITERAL+ characters at the top level, with the widest
     the items before it can be; None when that is unbounded or past MAX_BACK_OFF."""
-    items = list(parsed)
     run: list[str] = []
     run_start = 0
     for index, (op, av) in enumerate(items):
@@ -175,7 +199,7 @@ def _lead(parsed: Any) -> tuple[str, int] | None:
                         break
                     run.append(chr(items[end][1]).lower())
                     end += 1
-                back = parsed[:run_start].getwidth()[1] if run_start else 0
+                back = _sre.SubPattern(state, items[:run_start]).getwidth()[1] if run_start else 0
                 return ("".join(run), back) if back <= MAX_BACK_OFF else None
             continue
         run = []
