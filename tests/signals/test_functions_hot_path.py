@@ -103,6 +103,49 @@ def test_literal_shortcuts_change_no_classification(text: str, resource_type: st
     assert fast_rules(resource_type, text) == plain_rules(resource_type, text)
 
 
+# Long lines take the folded scan (matching.LONG_LINE): pad the fragments past it with
+# what real long lines hold (training progress, padding), and with what could confuse a
+# scan of UTF-8 bytes (multi-byte characters, the fold byte itself, a lone surrogate).
+PADDINGS = st.sampled_from(
+    [
+        "",
+        " " * 300,
+        "step 1234 | loss 2.1 | lr 3.0e-04 | grad_norm 0.93 | host gke-a-pool-1a2b3c4d-0012 | " * 4,
+        "é" * 130 + "ß" * 130,
+        "\x01" * 270,
+        chr(0xD800) + "x" * 300,
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join), PADDINGS, st.booleans())
+def test_the_scan_finds_exactly_the_literals_a_line_holds(
+    text: str, padding: str, pad_first: bool
+) -> None:
+    lowered = (padding + text if pad_first else text + padding).lower()
+    for rules in matching.rules():
+        held = {lit for lit in rules.scan.literals if lit in lowered}
+        assert rules.scan.present(lowered) == held
+        anchors = {a for a in rules.scan.literals_of if a in lowered}
+        assert rules.scan.anchors_in(lowered) == anchors
+        assert rules.scan.any_in(lowered) == bool(held)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join),
+    PADDINGS,
+    st.booleans(),
+    st.sampled_from([None, "k8s_container", "k8s_node"]),
+)
+def test_long_lines_classify_as_without_shortcuts(
+    text: str, padding: str, pad_first: bool, resource_type: str | None
+) -> None:
+    line = padding + text if pad_first else text + padding
+    assert fast_rules(resource_type, line) == plain_rules(resource_type, line)
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_fixture_texts_classify_as_without_shortcuts(path: Path) -> None:
     entry = json.loads(path.read_text())["entry"]
