@@ -112,6 +112,7 @@ PADDINGS = st.sampled_from(
         " " * 300,
         "step 1234 | loss 2.1 | lr 3.0e-04 | grad_norm 0.93 | host gke-a-pool-1a2b3c4d-0012 | " * 4,
         "é" * 130 + "ß" * 130,
+        "Step 1234 | Loss 2.1 | Host GKE-A-POOL-1A2B3C4D-0012 | NCCL INFO Channel 00/02 | " * 4,
         "\x01" * 270,
         chr(0xD800) + "x" * 300,
     ]
@@ -123,10 +124,12 @@ PADDINGS = st.sampled_from(
 def test_the_scan_finds_exactly_the_literals_a_line_holds(
     text: str, padding: str, pad_first: bool
 ) -> None:
-    lowered = (padding + text if pad_first else text + padding).lower()
+    line = padding + text if pad_first else text + padding
+    lowered = line.lower()
     for rules in matching.rules():
         held = {lit for lit in rules.scan.literals if lit in lowered}
         assert rules.scan.present(lowered) == held
+        assert rules.scan.holds_any(line) == bool(held)  # lowered by the scan itself
         anchors = {a for a in rules.scan.literals_of if a in lowered}
         assert rules.scan.anchors_in(lowered) == anchors
         assert rules.scan.any_in(lowered) == bool(held)

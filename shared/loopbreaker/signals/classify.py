@@ -159,19 +159,27 @@ def screen(entry: object) -> Quiet | None:
 
 
 def _screen(parts: _Parts) -> Quiet | None:
-    if parts.proto_payload is not None:
+    (
+        resource_type,
+        rlabels,
+        labels,
+        log_name,
+        text,
+        json_payload,
+        proto_payload,
+        timestamp,
+        _,
+        insert_id,
+    ) = parts
+    if proto_payload is not None:
         return None  # audit entries: the method decides, not the text
-    is_container = parts.resource_type == "k8s_container"
-    json_payload = parts.json_payload
-    if json_payload is None:
-        text = parts.text
-    elif is_container:
+    is_container = resource_type == "k8s_container"
+    if json_payload is not None:
+        if not is_container:
+            return None  # may be a Kubernetes Event: its reason decides
         text = _json_text(json_payload)
-    else:
-        return None  # may be a Kubernetes Event: its reason decides
-    if matching.rules()[is_container].scan.any_in(text.lower()):
+    if matching.rules()[is_container].scan.holds_any(text):
         return None
-    rlabels, labels = parts.rlabels, parts.labels
     node = rlabels.get("node_name") or labels.get("compute.googleapis.com/resource_name")
     if not node:
         # "node_pool" is not part of the identity: spare the search for it.
@@ -179,18 +187,16 @@ def _screen(parts: _Parts) -> Quiet | None:
         fill_from_text(text, found)
         node = found["node"]
     workload, kind, _ = workload_of(labels)
-    return Quiet(
-        Identity(
-            rlabels.get("project_id") or _project_from_log_name(parts.log_name),
-            rlabels.get("cluster_name"),
-            rlabels.get("namespace_name"),
-            workload,
-            kind,
-            node,
-        ),
-        parts.timestamp,
-        parts.insert_id,
+    # tuple.__new__ directly, as _parts does: a NamedTuple's own __new__ is a Python call.
+    where = (
+        rlabels.get("project_id") or _project_from_log_name(log_name),
+        rlabels.get("cluster_name"),
+        rlabels.get("namespace_name"),
+        workload,
+        kind,
+        node,
     )
+    return _new_tuple(Quiet, (_new_tuple(Identity, where), timestamp, insert_id))
 
 
 class _Parts(NamedTuple):

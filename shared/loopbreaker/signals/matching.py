@@ -85,6 +85,8 @@ class LiteralScan:
         # every character's other bytes as they are.
         firsts = bytes(sorted({_utf8(a)[0] for a in anchors}))
         self.fold = bytes.maketrans(firsts, _FOLD * len(firsts))
+        # The same, of ASCII text as written: lowered and folded in one translation.
+        self.fold_lower = bytes(self.fold[b + 32 if 65 <= b <= 90 else b] for b in range(256))
         shapes: dict[bytes, list[str]] = {}
         for anchor in anchors:
             shapes.setdefault(_utf8(anchor).translate(self.fold), []).append(anchor)
@@ -102,6 +104,20 @@ class LiteralScan:
 
     def any_in(self, lowered: str) -> bool:
         return bool(self.present(lowered))
+
+    def holds_any(self, text: str) -> bool:
+        """:meth:`any_in` of ``text`` as written (this lowers it). A long ASCII line is
+        lowered and folded as bytes in one translation: one that holds no anchor (most
+        of a job's output) is never lowered as a string."""
+        folded = self.folded
+        if (
+            folded is not None
+            and len(text) >= LONG_LINE
+            and text.isascii()
+            and folded.search(text.encode("ascii").translate(self.fold_lower)) is None
+        ):
+            return False
+        return self.any_in(text.lower())
 
     def present(self, lowered: str) -> set[str]:
         """The literals the text holds."""

@@ -12,6 +12,7 @@ import re
 # syntax: private, so used in this module only; tests cover the opcodes read here.
 import re._parser as _sre  # type: ignore[import-not-found]
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 #: The shortest literal a guard may be: shorter ones are in too many ordinary lines.
@@ -27,7 +28,7 @@ def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...
     # share ("Bootstrap : x|Bootstrap Root : y"), leaving a guard every ordinary line of
     # that component holds.
     for alternative in _alternatives(pattern):
-        part = _required(list(_sre.parse(alternative, flags)))
+        part = _required(list(_parse(alternative, flags)))
         if part is None:
             return None
         found.extend(part)
@@ -39,6 +40,14 @@ def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...
 
 
 _GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
+
+
+@lru_cache(maxsize=1024)
+def _parse(pattern: str, flags: int) -> Any:
+    """The parser's tree of a pattern: each pattern's is read three times (its required
+    literals, its requirement sets, its leads), and every process that classifies reads
+    the catalog at its start. The trees are only read, never changed."""
+    return _sre.parse(pattern, flags)
 
 
 def _alternatives(pattern: str) -> list[str]:
@@ -148,7 +157,7 @@ def leading_literals(pattern: str, ignore_case: bool = False) -> tuple[tuple[str
     flags = re.IGNORECASE if ignore_case else 0
     leads: set[tuple[str, int]] = set()
     for alternative in _alternatives(pattern):
-        parsed = _sre.parse(alternative, flags)
+        parsed = _parse(alternative, flags)
         found = _leads_of(list(parsed), parsed.state)
         if found is None:
             return ()
@@ -214,7 +223,7 @@ def required_sets(pattern: str, ignore_case: bool = False) -> tuple[tuple[str, .
     if len(alternatives) > 1:
         guard = required_literals(pattern, ignore_case)
         return (guard,) if guard else ()
-    parsed = _sre.parse(pattern, re.IGNORECASE if ignore_case else 0)
+    parsed = _parse(pattern, re.IGNORECASE if ignore_case else 0)
     return tuple(
         dict.fromkeys(
             tuple(sorted(set(n))) for n in _needs(list(parsed)) if min(map(len, n)) >= MIN_LITERAL
