@@ -120,8 +120,8 @@ def main() -> int:
             print(
                 f"  diagnose {label:<10}: {rate:,.0f} entries/s ({ratio:.2f} x json's "
                 f"{base_rate:,.0f}, goal >= {GOALS[layout]}, before {BEFORE[layout]} at 8e4c544), "
-                f"peak {done.peak_mb:.0f} MB (target <= "
-                f"{MAX_RSS_MB:.0f}), {done.stderr_lines} stderr lines, exit {done.code} "
+                f"peak {done.peak_mb:.0f} MB (goal <= {MAX_RSS_MB:.0f}, before 60-66 at "
+                f"8e4c544), {done.stderr_lines} stderr lines, exit {done.code} "
                 f"{'ok' if passed else 'MISSED'}"
             )
     return 0 if ok else 1

@@ -175,7 +175,7 @@ def main() -> int:
             print(f"    stderr lines at the default verbosity   {done.stderr_lines}")
             print(
                 f"    peak RSS, with the reader process       {done.peak_mb:8.1f} MB "
-                f"(target <= {RSS_TARGET_MB:.0f} MB)"
+                f"(goal <= {RSS_TARGET_MB:.0f} MB, before 60-66 MB at 8e4c544)"
             )
             print(
                 f"    replay                                  {rate:8,.0f} entries/s "
