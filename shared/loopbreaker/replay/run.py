@@ -43,6 +43,7 @@ from loopbreaker.responder.pod_owners import PodWorkloads
 from loopbreaker.responder.service import Clock, Responder, SettleReport, Status, system_clock
 from loopbreaker.settings.load import Settings, StoreKind, StoreSpec
 from loopbreaker.signals import files
+from loopbreaker.signals.classify import prepare as prepare_classifier
 from loopbreaker.timeutil import format_rfc3339
 
 #: Settle passes at the end; each diagnoses up to LOOPBREAKER_SETTLE_BATCH incidents.
@@ -206,6 +207,9 @@ def run(
         )
         # The summary lists every rejection: one INFO line each, not an ERROR storm.
         responder.reject_level = logging.INFO
+        # While a reader process starts and reads: the rules the staged deliveries are
+        # classified by, compiled now and not in the replay's tail.
+        prepare_classifier()
         try:
             summary = Summary(skipped=skipped)
             _first_pass(responder, records, summary, progress, clock, store.batch, staged)

@@ -27,7 +27,16 @@ from loopbreaker.signals.labels import (
 )
 from loopbreaker.timeutil import fast_utc, parse_rfc3339
 
-__all__ = ["Identity", "Quiet", "classify", "identity", "kubeflow_kind", "screen", "triage"]
+__all__ = [
+    "Identity",
+    "Quiet",
+    "classify",
+    "identity",
+    "kubeflow_kind",
+    "prepare",
+    "screen",
+    "triage",
+]
 
 MAX_EXCERPT = 300
 
@@ -52,6 +61,12 @@ _MEMCG_LEADS = ("task_memcg=", "oom_memcg=", "Task in ")
 def classify(entry: object) -> Signal:
     """Classify one LogEntry; raise InvalidLogEntry if ``entry`` is not one."""
     return _classify(_parts(entry))
+
+
+def prepare() -> None:
+    """Compile the signature catalog's rules now rather than at the first classification:
+    for a caller with time to spare (a replay while its reader process starts)."""
+    matching.rules()
 
 
 def triage(entry: object) -> Quiet | Signal:

@@ -24,6 +24,7 @@ from loopbreaker.errors import ConfigError
 from loopbreaker.incidents import Arrival, Incident, IndexEntry, PauseRecord, State, Tallied
 from loopbreaker.incidents.records import IncidentKey
 from loopbreaker.incidents.store.base import HOUR, Change, IngestResult, UpdateResult
+from loopbreaker.incidents.store.sqlite.rows import latest_pause, put_pause, write_incident
 from loopbreaker.incidents.store.sqlite.schema import _SCHEMA, SCHEMA_VERSION, _opt, _reraise, _t
 from loopbreaker.model import HostFailureRecord, Signal
 from loopbreaker.timeutil import epoch_us, format_rfc3339, from_epoch_us, parse_rfc3339
@@ -140,7 +141,7 @@ class SqliteStore:
         """Write the incidents the open batch deferred (before a commit, or a read)."""
         deferred, self._deferred = self._deferred, {}
         for incident in deferred.values():
-            self._write(self._conn, incident)
+            write_incident(self._conn, incident)
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -363,21 +364,45 @@ class SqliteStore:
             rows = db.execute(query, params).fetchall()
         return [Incident.from_dict(json.loads(r[0])) for r in rows]
 
+    # The two reads the schedule makes before every entry of a replay: they answer from
+    # the open batch's deferred incidents and the rows of the others, so they never force
+    # those incidents to be written (one write per incident and batch, not per entry).
+
     def due(self, now: datetime, limit: int) -> list[str]:
-        with self._reading() as db:
-            rows = db.execute(
-                "SELECT id FROM incidents WHERE settle_at IS NOT NULL AND settle_at <= ? "
-                "ORDER BY settle_at, id LIMIT ?",
-                (epoch_us(now), limit),
+        cutoff = epoch_us(now)
+        with self._lock:
+            held = self._deferred
+            rows = self._conn.execute(
+                "SELECT settle_at, id FROM incidents "
+                "WHERE settle_at IS NOT NULL AND settle_at <= ? ORDER BY settle_at, id LIMIT ?",
+                (cutoff, limit + len(held)),
             ).fetchall()
-        return [r[0] for r in rows]
+            if not held:
+                return [r[1] for r in rows]
+            stale = {_t(i) for i in held}
+            found = [r for r in rows if r[1] not in stale] + [
+                (epoch_us(i.settle_at), _t(i.id))
+                for i in held.values()
+                if i.settle_at is not None and epoch_us(i.settle_at) <= cutoff
+            ]
+        return [r[1] for r in sorted(found)[:limit]]
 
     def next_settle(self, after: datetime) -> datetime | None:
-        with self._reading() as db:
-            row = db.execute(
-                "SELECT MIN(settle_at) FROM incidents WHERE settle_at > ?", (epoch_us(after),)
+        floor = epoch_us(after)
+        with self._lock:
+            held = self._deferred
+            stale = tuple(_t(i) for i in held)
+            row = self._conn.execute(
+                "SELECT MIN(settle_at) FROM incidents WHERE settle_at > ? "
+                f"AND id NOT IN ({','.join('?' * len(stale))})",
+                (floor, *stale),
             ).fetchone()
-        return from_epoch_us(row[0]) if row and row[0] is not None else None
+            times = [
+                t for i in held.values() if i.settle_at and (t := epoch_us(i.settle_at)) > floor
+            ]
+        if row and row[0] is not None:
+            times.append(row[0])
+        return from_epoch_us(min(times)) if times else None
 
     def expiring(self, now: datetime, limit: int) -> list[str]:
         with self._reading() as db:
@@ -501,46 +526,27 @@ class SqliteStore:
 
     # --- pause -----------------------------------------------------------------------
 
-    @staticmethod
-    def _latest_pause(db: sqlite3.Connection) -> PauseRecord | None:
-        row = db.execute(
-            "SELECT data FROM pauses WHERE resumed = 0 ORDER BY at DESC, id DESC LIMIT 1"
-        ).fetchone()
-        return PauseRecord.from_dict(json.loads(row[0])) if row else None
-
-    @staticmethod
-    def _put_pause(db: sqlite3.Connection, record: PauseRecord) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO pauses (id, at, resumed, data) VALUES (?, ?, ?, ?)",
-            (
-                _t(record.id),
-                epoch_us(record.at),
-                0 if record.resumed_at is None else 1,
-                json.dumps(record.to_dict(), separators=(",", ":")),
-            ),
-        )
-
     def pause(self, record: PauseRecord) -> PauseRecord | None:
         with self._transaction() as db:
-            latest = self._latest_pause(db)
+            latest = latest_pause(db)
             if latest is not None and latest.active(record.at):
                 return latest
             clean = replace(record, by=_t(record.by), reason=_t(record.reason))
-            self._put_pause(db, clean)
+            put_pause(db, clean)
             return None
 
     def resume(self, by: str, at: datetime) -> PauseRecord | None:
         with self._transaction() as db:
-            latest = self._latest_pause(db)
+            latest = latest_pause(db)
             if latest is None or not latest.active(at):
                 return None
             ended = replace(latest, resumed_at=at, resumed_by=_t(by))
-            self._put_pause(db, ended)
+            put_pause(db, ended)
             return ended
 
     def current_pause(self, now: datetime) -> PauseRecord | None:
         with self._lock:
-            latest = self._latest_pause(self._conn)
+            latest = latest_pause(self._conn)
         return latest if latest is not None and latest.active(now) else None
 
     def pauses(self, since: datetime) -> list[PauseRecord]:
@@ -568,28 +574,4 @@ class SqliteStore:
         if deferrable and self._in_batch:
             self._staged_incidents[incident.id] = incident
         else:
-            self._write(db, incident)
-
-    @staticmethod
-    def _write(db: sqlite3.Connection, incident: Incident) -> None:
-        db.execute(
-            "INSERT INTO incidents "
-            "(id, key, state, final, first_event, last_event, opened_at, settle_at, expires_at, "
-            "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (id) DO UPDATE SET key = excluded.key, state = excluded.state, "
-            "final = excluded.final, first_event = excluded.first_event, "
-            "last_event = excluded.last_event, settle_at = excluded.settle_at, "
-            "expires_at = excluded.expires_at, data = excluded.data",
-            (
-                _t(incident.id),
-                _t(str(incident.key)),
-                incident.state.value,
-                1 if incident.final else 0,
-                epoch_us(incident.first_event),
-                epoch_us(incident.last_event),
-                epoch_us(incident.opened_at),
-                epoch_us(incident.settle_at) if incident.settle_at else None,
-                epoch_us(incident.expires_at) if incident.expires_at else None,
-                json.dumps(incident.to_dict(), separators=(",", ":")),
-            ),
-        )
+            write_incident(db, incident)
