@@ -364,11 +364,13 @@ def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
     # PyTorch 2.3+ prefixes every line of a rank's stderr with "[rankN]:": the rank of
     # any signature's line, without each pattern searching for it.
     rank = _RANK_PREFIX.match(line) if line.startswith("[rank") else None
-    # Read once: each read of groupindex builds a new proxy of it.
-    groups = sig.pattern.groupindex if sig.pattern is not None else None
-    if not groups:
-        # Most signatures capture nothing.
-        return TextMatch(sig.kind, line, f"rank {rank[1]}" if rank else None, sig)
+    shape = _DETAILS.get(sig.id) or _details(sig)
+    if shape is _CAPTURES_NOTHING:
+        # Most signatures: tuple.__new__ directly, a NamedTuple's own is a Python call.
+        return _new_tuple(
+            TextMatch, (sig.kind, line, f"rank {rank[1]}" if rank else None, sig, None)
+        )
+    groups, details = shape
     kind = sig.kind
     parts: list[str] = []
     number = found["xid"] if "xid" in groups else None
@@ -376,31 +378,39 @@ def _text_match(sig: Signature, text: str, found: re.Match[str]) -> TextMatch:
         entry = xid.lookup(int(number))
         kind = _XID_KINDS.get(entry.cls, SignalKind.GPU_ERROR)
         parts.append(f"Xid {entry.number} ({entry.cls.value}: {entry.name})")
-    for group, label in _details(sig):
+    for group, label in details:
         value = found[group] or (rank[1] if rank and group == "rank" else None)
         if value:
             parts.append(f"{label} {value.strip()}" if label else value.strip())
     if rank and "rank" not in groups:
         parts.append(f"rank {rank[1]}")
     node = found["node"] if "node" in groups else None
-    return TextMatch(kind, line, ", ".join(parts) or None, sig, node)
+    return _new_tuple(TextMatch, (kind, line, ", ".join(parts) or None, sig, node))
 
 
-def _details(sig: Signature) -> tuple[tuple[str, str], ...]:
-    """The groups of the signature's pattern written into the reason, in reason order
-    (the stated reason first, then the numbers), with their labels. Kept by signature
-    id: hashing the signature itself would cost more than the match."""
-    found = _DETAILS.get(sig.id)
-    if found is None:
-        assert sig.pattern is not None
-        names = sig.pattern.groupindex
+_new_tuple = tuple.__new__
+_Shape = tuple[frozenset[str], tuple[tuple[str, str], ...]]
+#: The shape of a signature whose pattern names no group.
+_CAPTURES_NOTHING: _Shape = (frozenset(), ())
+
+
+def _details(sig: Signature) -> _Shape:
+    """The groups of the signature's pattern, and those written into the reason in reason
+    order (the stated reason first, then the numbers) with their labels. Kept by
+    signature id: hashing the signature itself would cost more than the match, and each
+    read of a pattern's groupindex builds a new proxy of it."""
+    names = sig.pattern.groupindex if sig.pattern is not None else {}
+    if not names:
+        found = _CAPTURES_NOTHING
+    else:
         stated = (("reason", ""),) if "reason" in names else ()
-        found = stated + tuple((g, label) for g, label in _DETAIL_LABELS.items() if g in names)
-        _DETAILS[sig.id] = found
+        details = stated + tuple((g, lab) for g, lab in _DETAIL_LABELS.items() if g in names)
+        found = (frozenset(names), details)
+    _DETAILS[sig.id] = found
     return found
 
 
-_DETAILS: dict[str, tuple[tuple[str, str], ...]] = {}
+_DETAILS: dict[str, _Shape] = {}
 
 
 def line_around(text: str, index: int) -> str:
