@@ -53,24 +53,29 @@ def workload_fields(labels: Mapping[str, str], fields: dict[str, Any]) -> None:
     workload, kind, kubeflow = workload_of(labels)
     fields["workload"] = workload
     get = labels.get  # every container entry's labels: bound once
-    replica_type = get("k8s-pod/training_kubeflow_org/replica-type")
-    replica_index = get("k8s-pod/training_kubeflow_org/replica-index")
     if kind is not None or kubeflow:
         fields["workload_kind"] = kind
+    # Each label read only when the answer still depends on it (most pods are JobSet's,
+    # whose two indexes decide).
+    replica_type = get("k8s-pod/training_kubeflow_org/replica-type") if kubeflow else None
     if kubeflow:
         fields["replica_type"] = replica_type.lower() if replica_type else None
     coordinator: bool | None = None
     job_index = get("k8s-pod/jobset_sigs_k8s_io/job-index")
     pod_index = get("k8s-pod/batch_kubernetes_io/job-completion-index")
     if job_index is not None and pod_index is not None:
-        coordinator = job_index == "0" and pod_index == "0"
+        fields["coordinator"] = job_index == "0" and pod_index == "0"
+        return
     endpoint = get("k8s-pod/jobset_sigs_k8s_io/coordinator")
     pod = fields.get("pod")
-    if coordinator is None and endpoint and isinstance(pod, str):
+    if endpoint and isinstance(pod, str):
         # The label holds the coordinator's endpoint "<jobset>-<rjob>-<job>-<pod>.<subdomain>";
         # pod names add a random suffix to that first part.
         coordinator = pod.rsplit("-", 1)[0] == endpoint.split(".", 1)[0]
+    if not kubeflow:
+        replica_type = get("k8s-pod/training_kubeflow_org/replica-type")
     if coordinator is None and replica_type is not None:
+        replica_index = get("k8s-pod/training_kubeflow_org/replica-index")
         coordinator = replica_type.lower() in KUBEFLOW_CHIEF_TYPES or (
             replica_type.lower() == "worker" and replica_index == "0"
         )
