@@ -115,6 +115,21 @@ def test_a_first_line_that_is_not_json_does_not_hide_the_others(tmp_path: Path) 
     ]
 
 
+def test_a_first_line_of_bad_bytes_that_opens_nothing_is_one_bad_line(tmp_path: Path) -> None:
+    # Found by the hostile replay mixtures: "{" after "#", then a byte that is not UTF-8,
+    # was read as the first line of a document spread over lines, and the whole file was
+    # refused. Only a line that starts a value can start a document.
+    path = tmp_path / "dead.jsonl"
+    path.write_bytes(b'#{\x80\n{"ok": 1}\n')
+    assert rows(read(path)) == [
+        ("dead.jsonl:1", None, "not UTF-8 text"),
+        ("dead.jsonl:2", {"ok": 1}, None),
+    ]
+    # A document's first line, refused for its bytes, still starts the document.
+    path.write_bytes(b'{"a": "\x80",\n "b": 1}\n')
+    assert [(i.source.rsplit("/", 1)[1], i.value) for i in read(path)] == [("dead.jsonl", None)]
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

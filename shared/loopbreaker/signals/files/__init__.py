@@ -214,7 +214,7 @@ def _lines_or_document(raw: IO[bytes], max_item_size: int, chunk: int) -> Iterat
         try:
             value = decode.loads(data)
         except decode.InvalidJson as exc:
-            if _cut_at_line_end(data, exc.pos) if exc.syntax else not _complete(data):
+            if _cut_at_line_end(data, exc.pos) if exc.syntax else _opened(data):
                 # Not one JSON value per line: one document spread over lines.
                 raw.seek(0)
                 yield from _document(raw, max_item_size, chunk)
@@ -263,6 +263,14 @@ def _complete(line: bytes) -> bool:
     scanner = Scanner()
     scanner.run(line.decode("utf-8", "replace"), 0)
     return scanner.depth == 0 and not scanner.in_string
+
+
+def _opened(line: bytes) -> bool:
+    """Whether a line refused for its content (not its syntax: not UTF-8, too deep)
+    opens a value it does not close, as a document's first line does. Only a line that
+    starts a value can: ``#{`` followed by bytes that are not UTF-8 is a bad line of
+    JSON Lines, not a document."""
+    return line.lstrip(_BYTES_WHITESPACE)[:1] in (b"{", b"[") and not _complete(line)
 
 
 def _cut_at_line_end(line: bytes, pos: int) -> bool:
