@@ -489,24 +489,23 @@ PATTERNS = [
     r"(?:Segmentation fault|Fatal Python error)(?: \(core dumped\))?",
     r"\d+/\d+ nodes are available:[^\n]*Insufficient",
 ]
-ALPHABET = st.sampled_from(
-    [
-        "Watchdog caught collective operation timeout",
-        "NCCL WARN ",
-        "timed out",
-        "CUDA out of memory. Tried to allocate 2.00 GiB",
-        "cuda",
-        "NVRM: Xid (PCI:0000:3b:00): 79",
-        "KERNEL PANIC",
-        "Machine Check",
-        "Segmentation fault (core dumped)",
-        "Fatal Python error",
-        "0/8 nodes are available: 8 Insufficient nvidia.com/gpu",
-        " ",
-        "x",
-        "\n",
-    ]
-)
+FRAGMENTS = [
+    "Watchdog caught collective operation timeout",
+    "NCCL WARN ",
+    "timed out",
+    "CUDA out of memory. Tried to allocate 2.00 GiB",
+    "cuda",
+    "NVRM: Xid (PCI:0000:3b:00): 79",
+    "KERNEL PANIC",
+    "Machine Check",
+    "Segmentation fault (core dumped)",
+    "Fatal Python error",
+    "0/8 nodes are available: 8 Insufficient nvidia.com/gpu",
+    " ",
+    "x",
+    "\n",
+]
+ALPHABET = st.sampled_from(FRAGMENTS)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -533,22 +532,14 @@ LEAD_PATTERNS = [
 ]
 LEAD_ALPHABET = st.sampled_from(
     [
+        *FRAGMENTS,
         "mce: [Hardware Error]: ",
         "hardware failure",
         "Machine Check Exception",
         " corrected",
         "Host error",
         "host_error",
-        "Watchdog caught",
         "NCCL WARN caught",
-        "NCCL WARN ",
-        "timed out",
-        "KERNEL PANIC",
-        "CUDA out of memory. Tried to allocate 2.00 GiB",
-        "0/8 nodes are available: 8 Insufficient nvidia.com/gpu",
-        " ",
-        "x",
-        "\n",
     ]
 )
 
